@@ -1,0 +1,341 @@
+//! Process and thread identity: Chrome pids and tids may be integers or strings; the IR keeps the
+//! OS number apart from the identity (a string id becomes a label), and the
+//! `tracex_identity` metadata records tracex writes on export restore ids it had to remap.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde_json::value::RawValue;
+use tracex_ir::{
+    Defs, Location, NamePriority, Process, ProcessId, ProcessKind, ThreadId, Track, TrackId,
+    TrackKind,
+};
+
+use crate::diag as d;
+
+/// Name of the metadata record that carries tracex's identity information.
+pub const IDENTITY: &str = "tracex_identity";
+
+/// A pid or tid as the input wrote it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IdKey {
+    Missing,
+    Int(i64),
+    Text(Box<str>),
+}
+
+impl IdKey {
+    /// The key of a raw JSON value; the flag is set when its type is not number or string.
+    pub fn of(raw: Option<&RawValue>) -> (IdKey, bool) {
+        let Some(raw) = raw else {
+            return (IdKey::Missing, false);
+        };
+        let t = raw.get();
+        match t.as_bytes().first() {
+            Some(b'"') => match serde_json::from_str::<String>(t) {
+                Ok(s) => (IdKey::Text(s.into()), false),
+                Err(_) => (IdKey::Text(t.into()), true),
+            },
+            Some(b'-' | b'0'..=b'9') => match t.parse::<i64>() {
+                Ok(i) => (IdKey::Int(i), false),
+                // floats and numbers beyond i64 keep their exact text
+                Err(_) => (IdKey::Text(t.into()), false),
+            },
+            _ => (IdKey::Text(t.into()), true),
+        }
+    }
+}
+
+/// The text of an id value: a string's content, or a number's text.
+pub fn id_text(raw: &RawValue) -> String {
+    let t = raw.get();
+    if t.starts_with('"') {
+        serde_json::from_str::<String>(t).unwrap_or_else(|_| t.to_string())
+    } else {
+        t.to_string()
+    }
+}
+
+/// The identity text of an async or flow id, with its scope: `id` as its JSON text (so the string
+/// `"1"` and the number `1` differ), `id2` as `local:<text>` or `global:<text>`, and a `scope`
+/// as a `<scope>:` prefix. The exporter turns such a label back into the same fields.
+pub fn scoped_id(scope: Option<&str>, id: Option<&RawValue>, id2: Option<&RawValue>) -> String {
+    let mut s = String::new();
+    if let Some(sc) = scope {
+        s.push_str("scope:");
+        s.push_str(&sc.replace(':', "\\:"));
+        s.push(':');
+    }
+    if let Some(id2) = id2 {
+        if let Ok(obj) = serde_json::from_str::<FxHashMap<String, Box<RawValue>>>(id2.get()) {
+            if let Some(v) = obj.get("local") {
+                s.push_str("local:");
+                s.push_str(v.get());
+                return s;
+            }
+            if let Some(v) = obj.get("global") {
+                s.push_str("global:");
+                s.push_str(v.get());
+                return s;
+            }
+        }
+        s.push_str("id2:");
+        s.push_str(id2.get());
+        return s;
+    }
+    if let Some(id) = id {
+        s.push_str(id.get());
+    }
+    s
+}
+
+/// Where a `thread_name`-like metadata record applies.
+pub enum MetaTarget {
+    Thread(ThreadId),
+    /// A GPU stream tracex wrote as a thread.
+    Track(TrackId),
+    /// An overflow lane tracex wrote as a thread: its names are tracex's own.
+    Ignore,
+}
+
+#[derive(Default)]
+pub struct Identities {
+    procs: FxHashMap<IdKey, ProcessId>,
+    threads: FxHashMap<(ProcessId, IdKey), ThreadId>,
+    /// (pid, tid) pairs tracex wrote for tracks that are not threads.
+    overrides: FxHashMap<(ProcessId, IdKey), (TrackId, bool)>,
+    unnamed_procs: FxHashSet<ProcessId>,
+    unnamed_threads: FxHashSet<ThreadId>,
+    unnamed_tracks: FxHashSet<TrackId>,
+    /// The process tracex writes for things that belong to no process (global counters).
+    global_procs: FxHashSet<ProcessId>,
+    /// The last (pid, tid) text seen and its track: consecutive events mostly share a thread.
+    cache: Option<(String, String, TrackId)>,
+}
+
+impl Identities {
+    pub fn process_by_key(&mut self, defs: &mut Defs, key: IdKey) -> ProcessId {
+        if let Some(&p) = self.procs.get(&key) {
+            return p;
+        }
+        let mut proc = Process::default();
+        match &key {
+            IdKey::Missing => {}
+            IdKey::Int(i) => proc.os_pid = Some(*i),
+            IdKey::Text(t) => {
+                let l = defs.intern(t);
+                proc.label = Some(l);
+                // A string pid is what viewers show as the process name.
+                proc.name = Some(l);
+                proc.name_priority = NamePriority::Inferred;
+            }
+        }
+        let p = defs.add_process(proc);
+        self.procs.insert(key, p);
+        p
+    }
+
+    pub fn process(&mut self, defs: &mut Defs, pid: Option<&RawValue>, index: u64) -> ProcessId {
+        let (key, bad) = IdKey::of(pid);
+        if bad {
+            defs.diag.record(&d::BAD_ID, Location::Event(index));
+        }
+        self.process_by_key(defs, key)
+    }
+
+    fn thread_by_key(&mut self, defs: &mut Defs, p: ProcessId, key: IdKey) -> ThreadId {
+        if let Some(&t) = self.threads.get(&(p, key.clone())) {
+            return t;
+        }
+        let (os_tid, label) = match &key {
+            IdKey::Missing => (None, None),
+            IdKey::Int(i) => (Some(*i), None),
+            IdKey::Text(s) => (None, Some(defs.intern(s))),
+        };
+        let t = defs.add_thread(p, os_tid, label);
+        if let Some(l) = label {
+            defs.set_thread_name(t, l, NamePriority::Inferred);
+        }
+        self.threads.insert((p, key), t);
+        t
+    }
+
+    /// The track of the thread an event names (or the track tracex wrote under that pid/tid).
+    pub fn thread_track(
+        &mut self,
+        defs: &mut Defs,
+        pid: Option<&RawValue>,
+        tid: Option<&RawValue>,
+        index: u64,
+    ) -> TrackId {
+        let pt = pid.map_or("", |r| r.get());
+        let tt = tid.map_or("", |r| r.get());
+        if let Some((cp, ct, track)) = &self.cache {
+            if cp == pt && ct == tt {
+                return *track;
+            }
+        }
+        let p = self.process(defs, pid, index);
+        let (key, bad) = IdKey::of(tid);
+        if bad {
+            defs.diag.record(&d::BAD_ID, Location::Event(index));
+        }
+        let track = match self.overrides.get(&(p, key.clone())) {
+            Some(&(t, _)) => t,
+            None => {
+                let t = self.thread_by_key(defs, p, key);
+                defs.thread(t).track
+            }
+        };
+        self.cache = Some((pt.to_string(), tt.to_string(), track));
+        track
+    }
+
+    /// Finds a thread by tid alone (for samples that give no pid): a unique existing match, or a
+    /// new thread in a process without pid.
+    pub fn thread_by_tid(&mut self, defs: &mut Defs, key: IdKey) -> TrackId {
+        let mut found = None;
+        let mut count = 0;
+        for ((_, k), &t) in &self.threads {
+            if *k == key {
+                found = Some(t);
+                count += 1;
+            }
+        }
+        if count == 1 {
+            return defs.thread(found.expect("one match")).track;
+        }
+        let p = self.process_by_key(defs, IdKey::Missing);
+        let t = self.thread_by_key(defs, p, key);
+        defs.thread(t).track
+    }
+
+    pub fn thread_track_by_keys(&mut self, defs: &mut Defs, pid: IdKey, tid: IdKey) -> TrackId {
+        let p = self.process_by_key(defs, pid);
+        if let Some(&(t, _)) = self.overrides.get(&(p, tid.clone())) {
+            return t;
+        }
+        let t = self.thread_by_key(defs, p, tid);
+        defs.thread(t).track
+    }
+
+    /// Where a per-thread metadata record applies.
+    pub fn meta_target(
+        &mut self,
+        defs: &mut Defs,
+        pid: Option<&RawValue>,
+        tid: Option<&RawValue>,
+        index: u64,
+    ) -> MetaTarget {
+        let p = self.process(defs, pid, index);
+        let (key, _) = IdKey::of(tid);
+        match self.overrides.get(&(p, key.clone())) {
+            Some(&(t, true)) => MetaTarget::Track(t),
+            Some(&(_, false)) => MetaTarget::Ignore,
+            None => MetaTarget::Thread(self.thread_by_key(defs, p, key)),
+        }
+    }
+
+    pub fn is_unnamed_process(&self, p: ProcessId) -> bool {
+        self.unnamed_procs.contains(&p)
+    }
+
+    pub fn is_unnamed_thread(&self, t: ThreadId) -> bool {
+        self.unnamed_threads.contains(&t)
+    }
+
+    pub fn is_global(&self, p: ProcessId) -> bool {
+        self.global_procs.contains(&p)
+    }
+
+    pub fn is_unnamed_track(&self, t: TrackId) -> bool {
+        self.unnamed_tracks.contains(&t)
+    }
+
+    /// Applies a `tracex_identity` record (see `docs/formats/chrome.md`).
+    pub fn apply_identity(
+        &mut self,
+        defs: &mut Defs,
+        pid: Option<&RawValue>,
+        tid: Option<&RawValue>,
+        args: &str,
+        index: u64,
+    ) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(args) else {
+            return;
+        };
+        self.cache = None;
+        let p = self.process(defs, pid, index);
+        let unnamed = v.get("unnamed").and_then(|u| u.as_bool()) == Some(true);
+        let label = v
+            .get("label")
+            .and_then(|l| l.as_str())
+            .map(|l| defs.intern(l));
+        if tid.is_none() {
+            let proc = defs.process_mut(p);
+            if let Some(pid) = v.get("pid") {
+                proc.os_pid = pid.as_i64();
+            }
+            if label.is_some() {
+                proc.label = label;
+            }
+            if let Some(dev) = v.get("device").and_then(|x| x.as_u64()) {
+                proc.kind = ProcessKind::Device { device: dev as u32 };
+            }
+            if let Some(h) = v.get("host").and_then(|h| h.as_str()) {
+                let h = defs.intern(h);
+                defs.process_mut(p).host = Some(h);
+            }
+            if unnamed {
+                self.unnamed_procs.insert(p);
+            }
+            if v.get("global").and_then(|g| g.as_bool()) == Some(true) {
+                self.global_procs.insert(p);
+            }
+            return;
+        }
+        let (key, _) = IdKey::of(tid);
+        if let Some(gs) = v.get("gpu_stream") {
+            let device = gs.get("device").and_then(|x| x.as_u64()).unwrap_or(0) as u32;
+            let stream = gs.get("stream").and_then(|x| x.as_u64()).unwrap_or(0) as u32;
+            let t = defs.add_track(Track {
+                kind: TrackKind::GpuStream { device, stream },
+                process: Some(p),
+                name: None,
+                label,
+                sort_index: None,
+            });
+            if unnamed {
+                self.unnamed_tracks.insert(t);
+            }
+            self.overrides.insert((p, key), (t, true));
+            return;
+        }
+        if let Some(of) = v.get("overflow_of") {
+            let of_key = match of {
+                serde_json::Value::Number(n) if n.as_i64().is_some() => {
+                    IdKey::Int(n.as_i64().unwrap_or(0))
+                }
+                other => IdKey::Text(other.to_string().into()),
+            };
+            let root = match self.overrides.get(&(p, of_key.clone())) {
+                Some(&(t, _)) => t,
+                None => {
+                    let t = self.thread_by_key(defs, p, of_key);
+                    defs.thread(t).track
+                }
+            };
+            self.overrides.insert((p, key), (root, false));
+            return;
+        }
+        let t = self.thread_by_key(defs, p, key);
+        let th = defs.thread_mut(t);
+        if let Some(tid) = v.get("tid") {
+            th.os_tid = tid.as_i64();
+        }
+        if label.is_some() {
+            th.label = label;
+        }
+        if unnamed {
+            self.unnamed_threads.insert(t);
+        }
+    }
+}

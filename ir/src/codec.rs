@@ -1,0 +1,398 @@
+//! A compact binary encoding of events, used to spill sorted runs to temporary files.
+//! Integers are LEB128 varints (signed ones zig-zagged); the format is private to one process.
+
+use crate::diag::Location;
+use crate::error::{Error, Result};
+use crate::event::{
+    CounterValue, Event, FlowBind, FlowId, FlowPoint, FlowRole, Instant, Num, Sample, Slice,
+};
+use crate::model::{Arg, Args, CounterId, StackId, TrackId, Value};
+use crate::strings::StrId;
+
+pub fn put_u64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+pub fn put_i64(out: &mut Vec<u8>, v: i64) {
+    put_u64(out, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+fn put_opt_u32(out: &mut Vec<u8>, v: Option<u32>) {
+    match v {
+        None => out.push(0),
+        Some(x) => put_u64(out, x as u64 + 1),
+    }
+}
+
+fn put_opt_i64(out: &mut Vec<u8>, v: Option<i64>) {
+    match v {
+        None => out.push(0),
+        Some(x) => {
+            out.push(1);
+            put_i64(out, x);
+        }
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_u64(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn put_args(out: &mut Vec<u8>, args: &Args) {
+    put_u64(out, args.len() as u64);
+    for a in args {
+        put_u64(out, a.key.0 as u64);
+        match &a.value {
+            Value::Null => out.push(0),
+            Value::Bool(b) => out.push(if *b { 2 } else { 1 }),
+            Value::Int(i) => {
+                out.push(3);
+                put_i64(out, *i);
+            }
+            Value::UInt(u) => {
+                out.push(4);
+                put_u64(out, *u);
+            }
+            Value::Float(f) => {
+                out.push(5);
+                out.extend_from_slice(&f.to_bits().to_le_bytes());
+            }
+            Value::Str(s) => {
+                out.push(6);
+                put_bytes(out, s.as_bytes());
+            }
+            Value::Json(s) => {
+                out.push(7);
+                put_bytes(out, s.as_bytes());
+            }
+        }
+    }
+}
+
+/// Appends the encoding of `ev` to `out`.
+pub fn encode(ev: &Event, out: &mut Vec<u8>) {
+    match ev {
+        Event::Slice(s) => {
+            out.push(0);
+            put_u64(out, s.track.0 as u64);
+            put_i64(out, s.ts);
+            put_opt_i64(out, s.dur);
+            put_u64(out, s.name.0 as u64);
+            put_opt_u32(out, s.cat.map(|c| c.0));
+            put_opt_u32(out, s.stack.map(|c| c.0));
+            put_opt_u32(out, s.color.map(|c| c.0));
+            put_opt_i64(out, s.thread_ts);
+            put_opt_i64(out, s.thread_dur);
+            put_args(out, &s.args);
+        }
+        Event::Instant(i) => {
+            out.push(1);
+            put_u64(out, i.track.0 as u64);
+            put_i64(out, i.ts);
+            put_u64(out, i.name.0 as u64);
+            put_opt_u32(out, i.cat.map(|c| c.0));
+            put_opt_u32(out, i.stack.map(|c| c.0));
+            put_opt_u32(out, i.color.map(|c| c.0));
+            put_args(out, &i.args);
+        }
+        Event::Counter(c) => {
+            out.push(2);
+            put_u64(out, c.counter.0 as u64);
+            put_i64(out, c.ts);
+            match c.value {
+                Num::Int(i) => {
+                    out.push(0);
+                    put_i64(out, i);
+                }
+                Num::Float(f) => {
+                    out.push(1);
+                    out.extend_from_slice(&f.to_bits().to_le_bytes());
+                }
+            }
+        }
+        Event::Flow(f) => {
+            out.push(3);
+            put_u64(out, f.id.0);
+            out.push(match f.role {
+                FlowRole::Start => 0,
+                FlowRole::Step => 1,
+                FlowRole::End => 2,
+            });
+            put_u64(out, f.track.0 as u64);
+            put_i64(out, f.ts);
+            out.push(match f.bind {
+                FlowBind::Enclosing => 0,
+                FlowBind::Next => 1,
+            });
+            put_opt_u32(out, f.name.map(|c| c.0));
+            put_opt_u32(out, f.cat.map(|c| c.0));
+        }
+        Event::Sample(s) => {
+            out.push(4);
+            put_u64(out, s.track.0 as u64);
+            put_opt_i64(out, s.ts);
+            put_opt_u32(out, s.stack.map(|c| c.0));
+            put_i64(out, s.weight);
+            put_opt_u32(out, s.cpu);
+            put_opt_u32(out, s.name.map(|c| c.0));
+        }
+    }
+}
+
+/// Reads values back from an encoded buffer.
+pub struct Decoder<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+fn corrupt() -> Error {
+    Error::invalid(Location::Nowhere, "internal: corrupt spill record")
+}
+
+impl<'a> Decoder<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Decoder { buf, pos: 0 }
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    fn byte(&mut self) -> Result<u8> {
+        let b = *self.buf.get(self.pos).ok_or_else(corrupt)?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    pub fn u64(&mut self) -> Result<u64> {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let b = self.byte()?;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err(corrupt());
+            }
+        }
+    }
+
+    pub fn i64(&mut self) -> Result<i64> {
+        let u = self.u64()?;
+        Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        u32::try_from(self.u64()?).map_err(|_| corrupt())
+    }
+
+    fn opt_u32(&mut self) -> Result<Option<u32>> {
+        Ok(match self.u64()? {
+            0 => None,
+            v => Some(u32::try_from(v - 1).map_err(|_| corrupt())?),
+        })
+    }
+
+    fn opt_i64(&mut self) -> Result<Option<i64>> {
+        Ok(match self.byte()? {
+            0 => None,
+            _ => Some(self.i64()?),
+        })
+    }
+
+    fn f64(&mut self) -> Result<f64> {
+        let b = self.buf.get(self.pos..self.pos + 8).ok_or_else(corrupt)?;
+        self.pos += 8;
+        Ok(f64::from_bits(u64::from_le_bytes(
+            b.try_into().expect("8 bytes"),
+        )))
+    }
+
+    fn text(&mut self) -> Result<Box<str>> {
+        let n = self.u64()? as usize;
+        let b = self.buf.get(self.pos..self.pos + n).ok_or_else(corrupt)?;
+        self.pos += n;
+        Ok(Box::from(std::str::from_utf8(b).map_err(|_| corrupt())?))
+    }
+
+    fn args(&mut self) -> Result<Args> {
+        let n = self.u64()? as usize;
+        let mut args = Args::with_capacity(n);
+        for _ in 0..n {
+            let key = StrId(self.u32()?);
+            let value = match self.byte()? {
+                0 => Value::Null,
+                1 => Value::Bool(false),
+                2 => Value::Bool(true),
+                3 => Value::Int(self.i64()?),
+                4 => Value::UInt(self.u64()?),
+                5 => Value::Float(self.f64()?),
+                6 => Value::Str(self.text()?),
+                7 => Value::Json(self.text()?),
+                _ => return Err(corrupt()),
+            };
+            args.push(Arg { key, value });
+        }
+        Ok(args)
+    }
+
+    /// Decodes one event.
+    pub fn event(&mut self) -> Result<Event> {
+        Ok(match self.byte()? {
+            0 => Event::Slice(Slice {
+                track: TrackId(self.u32()?),
+                ts: self.i64()?,
+                dur: self.opt_i64()?,
+                name: StrId(self.u32()?),
+                cat: self.opt_u32()?.map(StrId),
+                stack: self.opt_u32()?.map(StackId),
+                color: self.opt_u32()?.map(StrId),
+                thread_ts: self.opt_i64()?,
+                thread_dur: self.opt_i64()?,
+                args: self.args()?,
+            }),
+            1 => Event::Instant(Instant {
+                track: TrackId(self.u32()?),
+                ts: self.i64()?,
+                name: StrId(self.u32()?),
+                cat: self.opt_u32()?.map(StrId),
+                stack: self.opt_u32()?.map(StackId),
+                color: self.opt_u32()?.map(StrId),
+                args: self.args()?,
+            }),
+            2 => Event::Counter(CounterValue {
+                counter: CounterId(self.u32()?),
+                ts: self.i64()?,
+                value: match self.byte()? {
+                    0 => Num::Int(self.i64()?),
+                    _ => Num::Float(self.f64()?),
+                },
+            }),
+            3 => Event::Flow(FlowPoint {
+                id: FlowId(self.u64()?),
+                role: match self.byte()? {
+                    0 => FlowRole::Start,
+                    1 => FlowRole::Step,
+                    _ => FlowRole::End,
+                },
+                track: TrackId(self.u32()?),
+                ts: self.i64()?,
+                bind: match self.byte()? {
+                    0 => FlowBind::Enclosing,
+                    _ => FlowBind::Next,
+                },
+                name: self.opt_u32()?.map(StrId),
+                cat: self.opt_u32()?.map(StrId),
+            }),
+            4 => Event::Sample(Sample {
+                track: TrackId(self.u32()?),
+                ts: self.opt_i64()?,
+                stack: self.opt_u32()?.map(StackId),
+                weight: self.i64()?,
+                cpu: self.opt_u32()?,
+                name: self.opt_u32()?.map(StrId),
+            }),
+            _ => return Err(corrupt()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_variant() {
+        let mut s = Slice::new(TrackId(3), -5, 10, StrId(7));
+        s.dur = None;
+        s.cat = Some(StrId(2));
+        s.thread_ts = Some(i64::MIN);
+        s.args = vec![
+            Arg {
+                key: StrId(1),
+                value: Value::Null,
+            },
+            Arg {
+                key: StrId(2),
+                value: Value::Bool(true),
+            },
+            Arg {
+                key: StrId(3),
+                value: Value::Int(-9),
+            },
+            Arg {
+                key: StrId(4),
+                value: Value::UInt(u64::MAX),
+            },
+            Arg {
+                key: StrId(5),
+                value: Value::Float(0.1),
+            },
+            Arg {
+                key: StrId(6),
+                value: Value::str("héllo"),
+            },
+            Arg {
+                key: StrId(7),
+                value: Value::Json("[1,2]".into()),
+            },
+        ];
+        let events = vec![
+            Event::Slice(s),
+            Event::Instant(Instant {
+                track: TrackId(1),
+                ts: 4,
+                name: StrId(0),
+                cat: None,
+                args: vec![],
+                stack: Some(StackId(9)),
+                color: None,
+            }),
+            Event::Counter(CounterValue {
+                counter: CounterId(2),
+                ts: 8,
+                value: Num::Float(2.5),
+            }),
+            Event::Counter(CounterValue {
+                counter: CounterId(2),
+                ts: 9,
+                value: Num::Int(i64::MAX),
+            }),
+            Event::Flow(FlowPoint {
+                id: FlowId(u64::MAX),
+                role: FlowRole::Step,
+                track: TrackId(0),
+                ts: 1,
+                bind: FlowBind::Next,
+                name: Some(StrId(1)),
+                cat: None,
+            }),
+            Event::Sample(Sample {
+                track: TrackId(0),
+                ts: None,
+                stack: None,
+                weight: 3,
+                cpu: Some(0),
+                name: None,
+            }),
+        ];
+        let mut buf = Vec::new();
+        for e in &events {
+            encode(e, &mut buf);
+        }
+        let mut d = Decoder::new(&buf);
+        for e in &events {
+            assert_eq!(&d.event().unwrap(), e);
+        }
+        assert!(d.at_end());
+        assert!(Decoder::new(&buf[..3]).event().is_err());
+    }
+}

@@ -1,0 +1,165 @@
+//! Output files that appear only when complete: written to a temporary name beside the target
+//! and renamed on success, removed if dropped before.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A temporary path beside `dest` (same directory, so the final rename is atomic).
+pub fn temp_path_beside(dest: &Path) -> PathBuf {
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = format!(".{name}.tracex-tmp-{}-{n}", std::process::id());
+    match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.join(tmp),
+        _ => PathBuf::from(tmp),
+    }
+}
+
+/// A file written under a temporary name and renamed to its destination by [`AtomicFile::commit`].
+#[derive(Debug)]
+pub struct AtomicFile {
+    tmp: PathBuf,
+    dest: PathBuf,
+    file: Option<File>,
+}
+
+impl AtomicFile {
+    pub fn create(dest: &Path) -> io::Result<AtomicFile> {
+        let tmp = temp_path_beside(dest);
+        let file = File::create(&tmp)?;
+        Ok(AtomicFile {
+            tmp,
+            dest: dest.to_path_buf(),
+            file: Some(file),
+        })
+    }
+
+    pub fn file(&mut self) -> &mut File {
+        self.file.as_mut().expect("file open until commit")
+    }
+
+    /// Takes the file handle out (for wrapping in a writer); commit still renames the path.
+    pub fn take_file(&mut self) -> File {
+        self.file.take().expect("file open until commit")
+    }
+
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Moves the finished file to its destination, replacing what was there.
+    pub fn commit(mut self) -> io::Result<()> {
+        self.file = None;
+        std::fs::rename(&self.tmp, &self.dest)?;
+        self.tmp = PathBuf::new();
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn appears_only_on_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.json");
+        let mut f = AtomicFile::create(&dest).unwrap();
+        f.file().write_all(b"{}").unwrap();
+        assert!(!dest.exists());
+        f.commit().unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"{}");
+
+        let dest2 = dir.path().join("failed.json");
+        {
+            let mut f = AtomicFile::create(&dest2).unwrap();
+            f.file().write_all(b"partial").unwrap();
+        }
+        assert!(!dest2.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
+
+/// Where an exporter writes: a file path or standard output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutputTarget {
+    Path(PathBuf),
+    Stdout,
+}
+
+impl OutputTarget {
+    /// Whether the target's name ends with `suffix` (case-insensitive); stdout never does.
+    pub fn has_suffix(&self, suffix: &str) -> bool {
+        match self {
+            OutputTarget::Path(p) => p
+                .to_string_lossy()
+                .to_ascii_lowercase()
+                .ends_with(&suffix.to_ascii_lowercase()),
+            OutputTarget::Stdout => false,
+        }
+    }
+}
+
+/// A buffered output that becomes visible at its path only on [`OutFile::commit`].
+pub struct OutFile {
+    w: io::BufWriter<Box<dyn io::Write + Send>>,
+    atomic: Option<AtomicFile>,
+}
+
+impl OutFile {
+    pub fn create(target: &OutputTarget) -> io::Result<OutFile> {
+        match target {
+            OutputTarget::Path(p) => {
+                let mut a = AtomicFile::create(p)?;
+                let f = a.take_file();
+                Ok(OutFile {
+                    w: io::BufWriter::with_capacity(1 << 20, Box::new(f)),
+                    atomic: Some(a),
+                })
+            }
+            OutputTarget::Stdout => Ok(OutFile {
+                w: io::BufWriter::with_capacity(1 << 20, Box::new(io::stdout())),
+                atomic: None,
+            }),
+        }
+    }
+
+    /// Flushes and moves the file into place.
+    pub fn commit(self) -> io::Result<()> {
+        let OutFile { w, atomic } = self;
+        let inner = w.into_inner().map_err(|e| e.into_error())?;
+        drop(inner);
+        match atomic {
+            Some(a) => a.commit(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl io::Write for OutFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.w.write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.w.write_all(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+}

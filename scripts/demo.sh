@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Converts the bundled example trace to every output format tracex can write and says where
+# the outputs are. Run by `make demo`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=target/release/tracex
+in=fixtures/demo/gpu_training_step.json
+out=demo-out
+mkdir -p "$out"
+echo "== input: $in"
+"$bin" info "$in"
+echo
+for target in "$out/trace.json" "$out/trace.json.gz"; do
+  "$bin" convert --force "$in" "$target"
+done
+echo
+echo "== outputs in $out/:"
+ls -l "$out"
+echo
+echo "Open $out/trace.json in https://ui.perfetto.dev or chrome://tracing."

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs everything tracex needs on a fresh Debian 12 machine; skips what is already there.
+# Usage: scripts/setup.sh [--no-browser]   (idempotent; run as root or with sudo available)
+set -euo pipefail
+
+want_browser=1
+[ "${1:-}" = "--no-browser" ] && want_browser=0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 gzip time)
+[ "$want_browser" = 1 ] && pkgs+=(chromium)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install Rust (https://rustup.rs) and re-run" >&2
+  exit 1
+fi
+
+# inferno renders folded stacks; the tests use it as an independent reader.
+if ! command -v inferno-flamegraph >/dev/null 2>&1; then
+  echo "setup: installing inferno (cargo install, a few minutes)" >&2
+  cargo install --quiet --locked inferno
+fi
+# speedscope's web app, loaded headless by ../shared/tools/speedscope_check.sh in the tests.
+SPEEDSCOPE_DIR="${TRACEX_SPEEDSCOPE:-$HOME/.cache/tracex/speedscope}"
+if [ "$want_browser" = 1 ] && [ ! -f "$SPEEDSCOPE_DIR/package/dist/release/index.html" ]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "setup: fetching speedscope 1.25.0 (npm pack) into $SPEEDSCOPE_DIR" >&2
+    mkdir -p "$SPEEDSCOPE_DIR"
+    (cd "$SPEEDSCOPE_DIR" && npm pack --silent speedscope@1.25.0 >/dev/null && tar xzf speedscope-1.25.0.tgz)
+  else
+    echo "setup: npm not found; speedscope checks will be skipped" >&2
+  fi
+fi
+echo "setup: ok" >&2

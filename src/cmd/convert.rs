@@ -1,0 +1,84 @@
+//! `tracex convert IN... OUT`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use tracex_ir::io::OutputTarget;
+use tracex_ir::Defs;
+
+use crate::cli::ConvertArgs;
+use crate::input::same_file;
+use crate::options::Options;
+use crate::registry::{self, Format};
+
+fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static Format> {
+    let names = || {
+        registry::formats()
+            .iter()
+            .filter(|f| f.export.is_some())
+            .map(|f| f.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(name) = to {
+        let Some(f) = registry::by_name(name) else {
+            bail!("unknown output format {name:?} (one of: {})", names());
+        };
+        if f.export.is_none() {
+            bail!("tracex cannot write {name} (it can write: {})", names());
+        }
+        return Ok(f);
+    }
+    if out == "-" {
+        bail!("writing to stdout needs --to FORMAT (one of: {})", names());
+    }
+    registry::for_output_name(out).with_context(|| {
+        format!(
+            "cannot tell the output format from the name {out:?}; use --to FORMAT (one of: {})",
+            names()
+        )
+    })
+}
+
+pub fn run(args: &ConvertArgs, quiet: bool) -> anyhow::Result<()> {
+    let (out, ins) = args.paths.split_last().expect("clap requires two paths");
+    let format = output_format(out, args.to.as_deref())?;
+    let target = if out == "-" {
+        OutputTarget::Stdout
+    } else {
+        let p = PathBuf::from(out);
+        for i in ins {
+            if i != "-" && same_file(std::path::Path::new(i), &p) {
+                bail!("the output {out} is also an input; tracex never overwrites its input");
+            }
+        }
+        if p.exists() && !args.force {
+            bail!("{out} exists; use --force to replace it");
+        }
+        OutputTarget::Path(p)
+    };
+    let mut opts = Options::default();
+    opts.chrome_export.gzip_level = args.gzip_level;
+    let started = Instant::now();
+    let mut sources = super::open_sources(ins, args.from.as_deref())?;
+    let export = format.export.expect("checked");
+    let mut defs = Defs::new();
+    let sink = export(&target, &opts).with_context(|| format!("cannot create {out}"))?;
+    super::run(&mut sources, &opts, &args.common, &mut defs, sink, quiet)
+        .with_context(|| format!("conversion to {out} failed; nothing was written"))?;
+    super::print_diagnostics(&defs, quiet);
+    if !quiet {
+        let inputs: Vec<String> = sources
+            .iter()
+            .map(|s| format!("{} ({})", s.input.display, s.format.name))
+            .collect();
+        eprintln!(
+            "tracex: {} -> {out} ({}) in {:.2} s",
+            inputs.join(", "),
+            format.name,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}

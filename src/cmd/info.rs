@@ -1,0 +1,197 @@
+//! `tracex info`: what is in a trace.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use serde_json::json;
+use tracex_ir::kind::classify;
+use tracex_ir::{Defs, Event, Sink, TrackKind};
+
+use crate::cli::InfoArgs;
+use crate::input;
+use crate::options::Options;
+
+#[derive(Default)]
+struct Counts {
+    by_kind: BTreeMap<&'static str, u64>,
+    slices_by_kind: BTreeMap<&'static str, u64>,
+    open_slices: u64,
+    flows: BTreeSet<u64>,
+    untimed_samples: u64,
+    first: Option<i64>,
+    last: Option<i64>,
+}
+
+struct InfoSink(Rc<RefCell<Counts>>);
+
+impl Sink for InfoSink {
+    fn event(&mut self, defs: &mut Defs, e: Event) -> tracex_ir::Result<()> {
+        let mut c = self.0.borrow_mut();
+        *c.by_kind.entry(e.kind_name()).or_default() += 1;
+        let mut span = |start: i64, end: i64| {
+            c.first = Some(c.first.map_or(start, |f| f.min(start)));
+            c.last = Some(c.last.map_or(end, |l| l.max(end)));
+        };
+        match &e {
+            Event::Slice(s) => {
+                span(s.ts, s.end_or(s.ts));
+                if s.dur.is_none() {
+                    c.open_slices += 1;
+                }
+                let k = classify(defs.opt_str(s.cat)).name();
+                *c.slices_by_kind.entry(k).or_default() += 1;
+            }
+            Event::Sample(s) => match s.ts {
+                Some(t) => span(t, t),
+                None => c.untimed_samples += 1,
+            },
+            Event::Flow(f) => {
+                span(f.ts, f.ts);
+                c.flows.insert(f.id.0);
+            }
+            other => {
+                let t = other.ts();
+                span(t, t);
+            }
+        }
+        Ok(())
+    }
+    fn finish(&mut self, _: &mut Defs) -> tracex_ir::Result<()> {
+        Ok(())
+    }
+}
+
+pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
+    let mut sources = super::open_sources(std::slice::from_ref(&args.input), args.from.as_deref())?;
+    let sniffed: Vec<(String, String)> = input::sniff_all(&sources[0].input)
+        .into_iter()
+        .map(|(f, c)| (f.name.to_string(), input::describe(c)))
+        .collect();
+    let format = sources[0].format.name;
+    let compressed = sources[0].input.compressed;
+    let mut defs = Defs::new();
+    let counts = Rc::new(RefCell::new(Counts::default()));
+    super::run(
+        &mut sources,
+        &Options::default(),
+        &args.common,
+        &mut defs,
+        Box::new(InfoSink(counts.clone())),
+        quiet,
+    )?;
+    let c = counts.borrow();
+    let mut tracks: BTreeMap<&str, u64> = BTreeMap::new();
+    for t in &defs.tracks {
+        let k = match t.kind {
+            TrackKind::Thread(_) => "thread",
+            TrackKind::GpuStream { .. } => "gpu_stream",
+            TrackKind::Async => "async",
+            TrackKind::Process => "process",
+            TrackKind::Global => "global",
+            TrackKind::Overflow { .. } => "overflow",
+        };
+        *tracks.entry(k).or_default() += 1;
+    }
+    let diags: Vec<_> = defs
+        .diag
+        .iter()
+        .map(|d| {
+            json!({"name": d.kind.name, "severity": d.kind.severity.to_string(), "count": d.count,
+                   "first": d.first.to_string(), "help": d.kind.help})
+        })
+        .collect();
+    let processes: Vec<_> = (0..defs.processes.len())
+        .map(|i| {
+            let id = tracex_ir::ProcessId(i as u32);
+            let p = defs.process(id);
+            let threads = defs.threads.iter().filter(|t| t.process == id).count();
+            json!({"name": defs.process_display_name(id), "pid": p.os_pid, "threads": threads})
+        })
+        .collect();
+    let report = json!({
+        "input": args.input,
+        "format": format,
+        "compressed": compressed,
+        "sniffers": sniffed.iter().map(|(f, c)| json!({"format": f, "answer": c})).collect::<Vec<_>>(),
+        "events": c.by_kind,
+        "slices_by_kind": c.slices_by_kind,
+        "open_slices": c.open_slices,
+        "flows": c.flows.len(),
+        "untimed_samples": c.untimed_samples,
+        "processes": defs.processes.len(),
+        "threads": defs.threads.len(),
+        "tracks": tracks,
+        "counter_series": defs.counters.len(),
+        "stack_nodes": defs.stacks.len(),
+        "time": {"first_ns": c.first, "last_ns": c.last, "span_ns": c.first.zip(c.last).map(|(a, b)| b - a),
+                 "clock_origin_unix_ns": defs.clock.origin_unix_ns},
+        "process_list": processes,
+        "diagnostics": diags,
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!(
+        "input:      {}{}",
+        args.input,
+        if compressed { " (gzip)" } else { "" }
+    );
+    println!(
+        "format:     {format}   (sniffers: {})",
+        sniffed
+            .iter()
+            .map(|(f, c)| format!("{f} {c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let total: u64 = c.by_kind.values().sum();
+    println!("events:     {total}");
+    for (k, n) in &c.by_kind {
+        println!("  {k:<10} {n}");
+    }
+    if !c.slices_by_kind.is_empty() {
+        println!("slices by kind:");
+        for (k, n) in &c.slices_by_kind {
+            println!("  {k:<10} {n}");
+        }
+    }
+    if c.open_slices > 0 {
+        println!("open slices (never ended): {}", c.open_slices);
+    }
+    println!("flows:      {}", c.flows.len());
+    println!("processes:  {}", defs.processes.len());
+    println!("threads:    {}", defs.threads.len());
+    println!(
+        "tracks:     {}",
+        tracks
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!("counters:   {} series", defs.counters.len());
+    if let (Some(a), Some(b)) = (c.first, c.last) {
+        println!(
+            "time:       {a} .. {b} ns (span {} = {:.6} s)",
+            b - a,
+            (b - a) as f64 / 1e9
+        );
+    }
+    if let Some(o) = defs.clock.origin_unix_ns {
+        println!("clock:      ts 0 = unix {o} ns");
+    }
+    if defs.diag.is_empty() {
+        println!("diagnostics: none");
+    } else {
+        println!("diagnostics:");
+        for d in defs.diag.iter() {
+            println!(
+                "  {:<7} {} ×{} (first at {})",
+                d.kind.severity, d.kind.name, d.count, d.first
+            );
+        }
+    }
+    Ok(())
+}

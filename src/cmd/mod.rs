@@ -1,0 +1,89 @@
+pub mod convert;
+pub mod dump;
+pub mod formats;
+pub mod info;
+
+use std::io::Write;
+
+use anyhow::{bail, Context};
+use tracex_ir::{Defs, Severity};
+
+use crate::cli::CommonArgs;
+use crate::input::{self, Input};
+use crate::options::Options;
+use crate::pipeline::{self, Source};
+
+/// Opens inputs and picks each one's format.
+pub fn open_sources(paths: &[String], from: Option<&str>) -> anyhow::Result<Vec<Source>> {
+    if paths.iter().filter(|p| p.as_str() == "-").count() > 1 {
+        bail!("stdin (-) can be read only once");
+    }
+    paths
+        .iter()
+        .map(|p| {
+            let input = Input::open(p)?;
+            let format = input::resolve_format(&input, from)?;
+            Ok(Source { input, format })
+        })
+        .collect()
+}
+
+/// Imports `sources` through the standard chain into `sink` and finishes it.
+pub fn run(
+    sources: &mut [Source],
+    opts: &Options,
+    common: &CommonArgs,
+    defs: &mut Defs,
+    sink: Box<dyn tracex_ir::Sink>,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let budget = pipeline::parse_size(&common.mem_budget)
+        .with_context(|| format!("--mem-budget {:?} is not a size", common.mem_budget))?;
+    let mut chain = pipeline::chain(sink, pipeline::needs_sort(sources), budget);
+    {
+        let bar = crate::progress::Bar::start(
+            sources.iter().map(|s| s.input.progress.clone()).collect(),
+            "reading".into(),
+            quiet,
+        );
+        pipeline::import_all(sources, opts, defs, &mut chain)?;
+        drop(bar);
+    }
+    if common.strict && defs.diag.errors() > 0 {
+        print_diagnostics(defs, false);
+        bail!(
+            "--strict: the input has {} error(s) (listed above); nothing was written",
+            defs.diag.errors()
+        );
+    }
+    chain.finish(defs)?;
+    Ok(())
+}
+
+/// The diagnostics summary on stderr.
+pub fn print_diagnostics(defs: &Defs, quiet: bool) {
+    if quiet || defs.diag.is_empty() {
+        return;
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "tracex: diagnostics (what was worked around or could not be carried over):"
+    );
+    for d in defs.diag.iter() {
+        let sev = match d.kind.severity {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "ERROR",
+        };
+        let _ = write!(
+            err,
+            "  {sev:7} {} ×{} (first at {})",
+            d.kind.name, d.count, d.first
+        );
+        if let Some(detail) = &d.detail {
+            let _ = write!(err, " [{detail}]");
+        }
+        let _ = writeln!(err, "\n          {}", d.kind.help);
+    }
+}

@@ -1,0 +1,224 @@
+//! Opening inputs: a path or `-` for stdin, gzip recognised by its magic bytes and read with a
+//! multi-member decoder, a decompressed head kept for sniffing and replayed to the importer.
+
+use std::fs::File;
+use std::io::{self, BufReader, Cursor, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use flate2::read::MultiGzDecoder;
+use tracex_ir::{Confidence, Probe, Progress};
+
+use crate::registry::{self, Format};
+
+const HEAD: usize = 64 << 10;
+
+/// Counts bytes read from the underlying file into the progress counter.
+struct Counting<R> {
+    inner: R,
+    progress: Arc<Progress>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.progress.advance(n as u64);
+        Ok(n)
+    }
+}
+
+pub struct Input {
+    /// As given on the command line.
+    pub display: String,
+    pub path: Option<PathBuf>,
+    pub is_dir: bool,
+    pub compressed: bool,
+    pub head: Vec<u8>,
+    reader: Option<Box<dyn Read>>,
+    /// Keeps the temporary copy made by `file_path` alive.
+    #[allow(dead_code)]
+    spool: Option<tempfile::NamedTempFile>,
+    pub progress: Arc<Progress>,
+}
+
+impl Input {
+    pub fn open(arg: &str) -> anyhow::Result<Input> {
+        let progress = Arc::new(Progress::new());
+        let (path, raw): (Option<PathBuf>, Box<dyn Read>) = if arg == "-" {
+            (None, Box::new(io::stdin()))
+        } else {
+            let p = PathBuf::from(arg);
+            let meta = std::fs::metadata(&p).with_context(|| format!("cannot open {arg}"))?;
+            if meta.is_dir() {
+                return Ok(Input {
+                    display: arg.to_string(),
+                    path: Some(p),
+                    is_dir: true,
+                    compressed: false,
+                    head: Vec::new(),
+                    reader: None,
+                    spool: None,
+                    progress,
+                });
+            }
+            progress.set_total(meta.len());
+            let f = File::open(&p).with_context(|| format!("cannot open {arg}"))?;
+            (Some(p), Box::new(f))
+        };
+        let counted = Counting {
+            inner: raw,
+            progress: progress.clone(),
+        };
+        let mut buffered = BufReader::with_capacity(1 << 20, counted);
+        let mut magic = [0u8; 2];
+        let got = read_up_to(&mut buffered, &mut magic)?;
+        let prefix = Cursor::new(magic[..got].to_vec());
+        let compressed = got == 2 && magic == [0x1f, 0x8b];
+        let mut stream: Box<dyn Read> = if compressed {
+            Box::new(BufReader::with_capacity(
+                1 << 20,
+                MultiGzDecoder::new(prefix.chain(buffered)),
+            ))
+        } else {
+            Box::new(prefix.chain(buffered))
+        };
+        let mut head = vec![0u8; HEAD];
+        let n = read_up_to(&mut stream, &mut head).with_context(|| format!("cannot read {arg}"))?;
+        head.truncate(n);
+        let reader: Box<dyn Read> = Box::new(Cursor::new(head.clone()).chain(stream));
+        Ok(Input {
+            display: arg.to_string(),
+            path,
+            is_dir: false,
+            compressed,
+            head,
+            reader: Some(reader),
+            spool: None,
+            progress,
+        })
+    }
+
+    pub fn probe(&self) -> Probe<'_> {
+        Probe {
+            path: self.path.as_deref(),
+            head: &self.head,
+            compressed: self.compressed,
+            is_dir: self.is_dir,
+        }
+    }
+
+    /// The whole (decompressed) input as a stream; only once.
+    pub fn take_reader(&mut self) -> io::Result<Box<dyn Read>> {
+        self.reader
+            .take()
+            .ok_or_else(|| io::Error::other("input already read"))
+    }
+
+    #[allow(dead_code)] // used by file-based importers (SQLite, archives)
+    /// A path to the input as a plain file: the input itself, or a temporary copy for stdin and
+    /// compressed input.
+    pub fn file_path(&mut self) -> io::Result<PathBuf> {
+        if let (Some(p), false) = (&self.path, self.compressed) {
+            return Ok(p.clone());
+        }
+        if let Some(s) = &self.spool {
+            return Ok(s.path().to_path_buf());
+        }
+        let mut r = self.take_reader()?;
+        let mut tmp = tempfile::NamedTempFile::new()?;
+        io::copy(&mut r, tmp.as_file_mut())?;
+        let p = tmp.path().to_path_buf();
+        self.spool = Some(tmp);
+        Ok(p)
+    }
+}
+
+fn read_up_to(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Every importer's answer for an input, best first.
+pub fn sniff_all(input: &Input) -> Vec<(&'static Format, Confidence)> {
+    let probe = input.probe();
+    let mut v: Vec<_> = registry::formats()
+        .iter()
+        .filter(|f| f.import.is_some())
+        .map(|f| (f, (f.sniff)(&probe)))
+        .collect();
+    v.sort_by_key(|a| std::cmp::Reverse(a.1));
+    v
+}
+
+/// Picks the input format: `--from`, else the most confident sniffer (the file extension
+/// breaks ties); no match or an unresolved tie is an error that lists what was tried.
+pub fn resolve_format(input: &Input, from: Option<&str>) -> anyhow::Result<&'static Format> {
+    if let Some(name) = from {
+        let Some(f) = registry::by_name(name) else {
+            bail!("unknown input format {name:?} (see `tracex formats`)");
+        };
+        if f.import.is_none() {
+            bail!("tracex cannot read {name} files");
+        }
+        return Ok(f);
+    }
+    let answers = sniff_all(input);
+    let tried = answers
+        .iter()
+        .map(|(f, c)| format!("{}: {}", f.name, describe(*c)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let best = answers.first().map(|a| a.1).unwrap_or(Confidence::No);
+    if best == Confidence::No {
+        let what = if input.head.is_empty() && !input.is_dir {
+            "the input is empty".to_string()
+        } else {
+            "no format recognised its content".to_string()
+        };
+        bail!(
+            "{}: {what} (tried {tried}); use --from to force a format",
+            input.display
+        );
+    }
+    let top: Vec<_> = answers.iter().filter(|a| a.1 == best).collect();
+    if top.len() == 1 {
+        return Ok(top[0].0);
+    }
+    let probe = input.probe();
+    let by_ext: Vec<_> = top
+        .iter()
+        .filter(|(f, _)| probe.has_extension(f.extensions))
+        .collect();
+    if by_ext.len() == 1 {
+        return Ok(by_ext[0].0);
+    }
+    bail!(
+        "{}: ambiguous input, several formats match equally ({tried}); use --from",
+        input.display
+    )
+}
+
+pub fn describe(c: Confidence) -> String {
+    match c {
+        Confidence::No => "no".into(),
+        Confidence::Maybe(n) => format!("maybe ({n}%)"),
+        Confidence::Certain => "certain".into(),
+    }
+}
+
+/// Whether two paths name the same file (so an output never overwrites an input).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}

@@ -1,0 +1,38 @@
+//! `tracex`: convert GPU and CPU performance traces between formats.
+
+mod cli;
+mod cmd;
+mod input;
+mod options;
+mod pipeline;
+mod progress;
+mod registry;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let quiet = cli.quiet;
+    let result = match &cli.command {
+        cli::Command::Convert(a) => cmd::convert::run(a, quiet),
+        cli::Command::Info(a) => cmd::info::run(a, quiet),
+        cli::Command::Dump(a) => cmd::dump::run(a, quiet),
+        cli::Command::Formats { diagnostics } => cmd::formats::run(*diagnostics),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // A closed pipe (`tracex dump x | head`) is not a failure.
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("tracex: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! Options of every format, gathered from the command line and handed to the registry's import
+//! and export functions.
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub chrome_import: tracex_chrome::ImportOptions,
+    pub chrome_export: tracex_chrome::ExportOptions,
+}

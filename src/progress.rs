@@ -1,0 +1,59 @@
+//! A progress bar on stderr while inputs are read, only when stderr is a terminal and not
+//! `--quiet`; otherwise nothing.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tracex_ir::Progress;
+
+pub struct Bar {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Bar {
+    /// Shows the summed progress of `items` under `label`.
+    pub fn start(items: Vec<Arc<Progress>>, label: String, quiet: bool) -> Bar {
+        let stop = Arc::new(AtomicBool::new(false));
+        if quiet || !std::io::stderr().is_terminal() {
+            return Bar { stop, handle: None };
+        }
+        let s = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{msg} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
+                )
+                .expect("template"),
+            );
+            bar.set_message(label);
+            while !s.load(Ordering::Relaxed) {
+                let (done, total) = items
+                    .iter()
+                    .fold((0, 0), |(d, t), p| (d + p.done(), t + p.total()));
+                bar.set_length(total.max(done));
+                bar.set_position(done);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            bar.finish_and_clear();
+        });
+        Bar {
+            stop,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
