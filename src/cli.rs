@@ -59,9 +59,8 @@ pub struct ConvertArgs {
     #[command(flatten)]
     pub common: CommonArgs,
 
-    /// gzip level for .gz outputs (0-9)
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub gzip_level: u32,
+    #[command(flatten, next_help_heading = "Chrome JSON")]
+    pub chrome: crate::formats::chrome::ChromeArgs,
 }
 
 /// Options shared by every command that reads traces.

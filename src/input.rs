@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use flate2::read::MultiGzDecoder;
 use tracex_ir::{Confidence, Probe, Progress};
 
-use crate::registry::{self, Format};
+use crate::formats::{self, Format};
 
 const HEAD: usize = 64 << 10;
 
@@ -150,8 +150,7 @@ fn read_up_to(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
 /// Every importer's answer for an input, best first.
 pub fn sniff_all(input: &Input) -> Vec<(&'static Format, Confidence)> {
     let probe = input.probe();
-    let mut v: Vec<_> = registry::formats()
-        .iter()
+    let mut v: Vec<_> = formats::formats()
         .filter(|f| f.import.is_some())
         .map(|f| (f, (f.sniff)(&probe)))
         .collect();
@@ -163,7 +162,7 @@ pub fn sniff_all(input: &Input) -> Vec<(&'static Format, Confidence)> {
 /// breaks ties); no match or an unresolved tie is an error that lists what was tried.
 pub fn resolve_format(input: &Input, from: Option<&str>) -> anyhow::Result<&'static Format> {
     if let Some(name) = from {
-        let Some(f) = registry::by_name(name) else {
+        let Some(f) = formats::by_name(name) else {
             bail!("unknown input format {name:?} (see `tracex formats`)");
         };
         if f.import.is_none() {

@@ -2,11 +2,11 @@
 
 mod cli;
 mod cmd;
+mod formats;
 mod input;
 mod options;
 mod pipeline;
 mod progress;
-mod registry;
 
 use std::process::ExitCode;
 

@@ -6,9 +6,9 @@ use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
 use tracex_ir::{Defs, EventOrder, ImportCtx, Sink};
 
+use crate::formats::Format;
 use crate::input::Input;
 use crate::options::Options;
-use crate::registry::Format;
 
 /// An input with the format chosen for it.
 pub struct Source {

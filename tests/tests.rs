@@ -1,1 +1,6 @@
+//! Integration tests: one binary, a module per area.
 
+mod common;
+
+mod chrome;
+mod cli;

@@ -8,21 +8,20 @@ use tracex_ir::io::OutputTarget;
 use tracex_ir::Defs;
 
 use crate::cli::ConvertArgs;
+use crate::formats::{self, Format};
 use crate::input::same_file;
 use crate::options::Options;
-use crate::registry::{self, Format};
 
 fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static Format> {
     let names = || {
-        registry::formats()
-            .iter()
+        formats::formats()
             .filter(|f| f.export.is_some())
             .map(|f| f.name)
             .collect::<Vec<_>>()
             .join(", ")
     };
     if let Some(name) = to {
-        let Some(f) = registry::by_name(name) else {
+        let Some(f) = formats::by_name(name) else {
             bail!("unknown output format {name:?} (one of: {})", names());
         };
         if f.export.is_none() {
@@ -33,7 +32,7 @@ fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static Format>
     if out == "-" {
         bail!("writing to stdout needs --to FORMAT (one of: {})", names());
     }
-    registry::for_output_name(out).with_context(|| {
+    formats::for_output_name(out).with_context(|| {
         format!(
             "cannot tell the output format from the name {out:?}; use --to FORMAT (one of: {})",
             names()
@@ -59,7 +58,7 @@ pub fn run(args: &ConvertArgs, quiet: bool) -> anyhow::Result<()> {
         OutputTarget::Path(p)
     };
     let mut opts = Options::default();
-    opts.chrome_export.gzip_level = args.gzip_level;
+    args.chrome.apply(&mut opts);
     let started = Instant::now();
     let mut sources = super::open_sources(ins, args.from.as_deref())?;
     let export = format.export.expect("checked");

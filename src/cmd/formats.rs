@@ -1,9 +1,9 @@
-use crate::registry;
+use crate::formats;
 
 /// `tracex formats`, or with `--diagnostics` the table of every diagnostic kind.
 pub fn run(diagnostics: bool) -> anyhow::Result<()> {
     if diagnostics {
-        for k in registry::all_diagnostics() {
+        for k in formats::all_diagnostics() {
             println!("{:<36} {:<8} {}", k.name, k.severity, k.help);
         }
         return Ok(());
@@ -12,7 +12,7 @@ pub fn run(diagnostics: bool) -> anyhow::Result<()> {
         "{:<8} {:<6} {:<6} {:<28} description",
         "format", "import", "export", "extensions (hints)"
     );
-    for f in registry::formats() {
+    for f in formats::formats() {
         println!(
             "{:<8} {:<6} {:<6} {:<28} {}",
             f.name,

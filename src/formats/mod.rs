@@ -1,4 +1,7 @@
-//! The formats tracex knows: how to recognise each, import it, export to it.
+//! The format registry: how to recognise each format, import it, export to it. Each format's
+//! glue (registry entry, command-line options) lives in its own module here.
+
+pub mod chrome;
 
 use tracex_ir::diag::DiagKind;
 use tracex_ir::io::OutputTarget;
@@ -22,6 +25,8 @@ pub enum InputKind {
 
 pub struct Format {
     pub name: &'static str,
+    /// Other names accepted by `--from` / `--to`.
+    pub aliases: &'static [&'static str],
     pub description: &'static str,
     /// File name endings that suggest the format; content sniffing decides.
     pub extensions: &'static [&'static str],
@@ -35,46 +40,22 @@ pub struct Format {
     pub diagnostics: &'static [&'static DiagKind],
 }
 
-fn chrome_import(input: &mut Input, opts: &Options, ctx: &mut ImportCtx) -> Result<()> {
-    let r = input.take_reader()?;
-    tracex_chrome::import(r, &opts.chrome_import, ctx)
-}
+/// Every format, in the order `tracex formats` lists them.
+static FORMATS: &[&Format] = &[&chrome::FORMAT];
 
-fn chrome_export(target: &OutputTarget, opts: &Options) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(tracex_chrome::Exporter::create(
-        target,
-        &opts.chrome_export,
-    )?))
-}
-
-static FORMATS: &[Format] = &[Format {
-    name: tracex_chrome::NAME,
-    description: "Chrome Trace Event JSON (Perfetto, chrome://tracing, speedscope); plain or gzip",
-    extensions: tracex_chrome::EXTENSIONS,
-    sniff: tracex_chrome::sniff,
-    import: Some(chrome_import),
-    export: Some(chrome_export),
-    order: EventOrder::Unsorted,
-    input: InputKind::Stream,
-    diagnostics: tracex_chrome::DIAGNOSTICS,
-}];
-
-pub fn formats() -> &'static [Format] {
-    FORMATS
+pub fn formats() -> impl Iterator<Item = &'static Format> {
+    FORMATS.iter().copied()
 }
 
 pub fn by_name(name: &str) -> Option<&'static Format> {
     let n = name.to_ascii_lowercase();
-    FORMATS
-        .iter()
-        .find(|f| f.name == n || (n == "json" && f.name == "chrome"))
+    formats().find(|f| f.name == n || f.aliases.contains(&n.as_str()))
 }
 
 /// The output format suggested by a file name, longest matching extension first.
 pub fn for_output_name(name: &str) -> Option<&'static Format> {
     let lower = name.to_ascii_lowercase();
-    FORMATS
-        .iter()
+    formats()
         .filter(|f| f.export.is_some())
         .flat_map(|f| f.extensions.iter().map(move |e| (f, *e)))
         .filter(|(_, e)| lower.ends_with(e))
@@ -85,7 +66,7 @@ pub fn for_output_name(name: &str) -> Option<&'static Format> {
 /// Every diagnostic kind tracex can report.
 pub fn all_diagnostics() -> Vec<&'static DiagKind> {
     let mut v: Vec<&'static DiagKind> = tracex_ir::diag::kinds::ALL.to_vec();
-    for f in FORMATS {
+    for f in formats() {
         v.extend_from_slice(f.diagnostics);
     }
     v.sort_by_key(|k| k.name);
