@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Converts generated large traces and prints throughput and peak RSS for each conversion.
+# Usage: scripts/bench.sh [section...]   (sections: chrome; default: all)
+# Inputs are generated under bench-out/ (not committed). Run by `make bench`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --locked -q -p tracex -p tracex-gen
+bin=target/release/tracex
+gen=target/release/tracex-gen
+out=bench-out
+mkdir -p "$out"
+sections=("$@")
+[ ${#sections[@]} -eq 0 ] && sections=(chrome)
+
+# measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, MB/s, peak RSS.
+measure() {
+  local label=$1 bytes=$2; shift 2
+  local t; t=$(mktemp)
+  /usr/bin/time -f "%e %M" -o "$t" "$@" >/dev/null
+  read -r secs kb < "$t"; rm -f "$t"
+  awk -v l="$label" -v s="$secs" -v k="$kb" -v b="$bytes" \
+    'BEGIN { printf "%-48s %7.2f s %9.1f MB/s %8.1f MB peak RSS\n", l, s, (s > 0 ? b / 1e6 / s : 0), k / 1024 }'
+}
+
+size() { stat -c %s "$1"; }
+
+for s in "${sections[@]}"; do
+  case "$s" in
+    chrome)
+      f=$out/chrome-2m.json
+      [ -f "$f" ] || "$gen" chrome --events 2000000 --out "$f"
+      echo "== chrome: $(size "$f") bytes, 2M events"
+      measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
+      measure "chrome -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json"
+      measure "chrome -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json.gz"
+      ;;
+    *) echo "unknown section $s" >&2; exit 2 ;;
+  esac
+done
