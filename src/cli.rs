@@ -61,6 +61,9 @@ pub struct ConvertArgs {
 
     #[command(flatten, next_help_heading = "Chrome JSON")]
     pub chrome: crate::formats::chrome::ChromeArgs,
+
+    #[command(flatten, next_help_heading = "Nsight Systems")]
+    pub nsys: crate::formats::nsys::NsysArgs,
 }
 
 /// Options shared by every command that reads traces.

@@ -5,4 +5,5 @@
 pub struct Options {
     pub chrome_import: tracex_chrome::ImportOptions,
     pub chrome_export: tracex_chrome::ExportOptions,
+    pub nsys: tracex_nsys::ImportOptions,
 }

@@ -6,7 +6,7 @@ use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
 use tracex_ir::{Defs, EventOrder, ImportCtx, Sink};
 
-use crate::formats::Format;
+use crate::formats::{Format, InputKind};
 use crate::input::Input;
 use crate::options::Options;
 
@@ -40,6 +40,15 @@ pub fn import_all(
 ) -> anyhow::Result<()> {
     for s in sources.iter_mut() {
         let import = s.format.import.expect("importable format");
+        if s.format.input == InputKind::File {
+            // stdin and gzip input become a temporary file before the importer opens it
+            s.input.file_path().with_context(|| {
+                format!(
+                    "{}: cannot copy the input to a temporary file",
+                    s.input.display
+                )
+            })?;
+        }
         let progress = s.input.progress.clone();
         let mut ctx = ImportCtx::new(defs, sink, &progress);
         import(&mut s.input, opts, &mut ctx)

@@ -2,6 +2,7 @@
 //! (`scripts/bench.sh`). Output is deterministic for given arguments.
 
 mod chrome;
+mod nsys;
 
 use clap::{Parser, Subcommand};
 
@@ -17,10 +18,14 @@ enum What {
     /// A PyTorch-profiler-like Chrome JSON trace: CPU ops launching kernels with flows,
     /// GPU streams, counters
     Chrome(chrome::Args),
+    /// An Nsight Systems SQLite export: NVTX ranges around CUDA launches, kernels on GPU
+    /// streams, in two processes on two GPUs
+    Nsys(nsys::Args),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().what {
         What::Chrome(a) => chrome::run(&a),
+        What::Nsys(a) => nsys::run(&a),
     }
 }

@@ -2,6 +2,7 @@
 //! glue (registry entry, command-line options) lives in its own module here.
 
 pub mod chrome;
+pub mod nsys;
 
 use tracex_ir::diag::DiagKind;
 use tracex_ir::io::OutputTarget;
@@ -19,7 +20,6 @@ pub enum InputKind {
     /// A byte stream (decompressed transparently); stdin works.
     Stream,
     /// A file on disk (SQLite, archives); stdin is copied to a temporary file first.
-    #[allow(dead_code)] // the first file-based importer (nsys) uses it
     File,
 }
 
@@ -35,13 +35,12 @@ pub struct Format {
     pub export: Option<ExportFn>,
     /// The order in which the importer pushes events.
     pub order: EventOrder,
-    #[allow(dead_code)] // read by file-based importers' registry entries
     pub input: InputKind,
     pub diagnostics: &'static [&'static DiagKind],
 }
 
 /// Every format, in the order `tracex formats` lists them.
-static FORMATS: &[&Format] = &[&chrome::FORMAT];
+static FORMATS: &[&Format] = &[&chrome::FORMAT, &nsys::FORMAT];
 
 pub fn formats() -> impl Iterator<Item = &'static Format> {
     FORMATS.iter().copied()

@@ -1,0 +1,89 @@
+//! nsys SQLite export → IR. Mapping per table: `docs/formats/nsys.md`.
+//!
+//! Steps: open the file read-only; probe its schema; read what names things (strings, enums,
+//! processes, threads, GPUs, NVTX domains, metadata); compute NVTX→GPU projections if wanted;
+//! then one query per kind of row, all merged in time order into the sink; finally name what
+//! is left and count the tables that were not read.
+
+use std::path::Path;
+
+use tracex_ir::{Error, ImportCtx, Result};
+
+use crate::db::{self, Schema};
+use crate::enums::Enums;
+use crate::identity::Identity;
+use crate::importer::Importer;
+use crate::options::ImportOptions;
+use crate::stacks::Callchains;
+use crate::strings::Strings;
+use crate::{
+    counters, cpu, flows, gpu, instants, merge, meta, nvtx, plan, projection, samples, tables,
+};
+
+/// Reads the nsys export at `path` into `ctx`, in time order.
+pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<()> {
+    let at = db::path_location(path);
+    let conn = db::open(path)?;
+    let schema = Schema::probe(&conn, &at)?;
+    if !crate::sniff::is_nsys(&schema) {
+        return Err(Error::invalid(
+            at,
+            "an SQLite database, but not an Nsight Systems export (it lacks the StringIds table or any nsys event table)",
+        ));
+    }
+    meta::load(&conn, &schema, ctx.defs);
+    let strings = Strings::load(&conn, &schema)?;
+    let enums = Enums::load(&conn, &schema);
+    let mut ids = Identity::load(&conn, &schema);
+    let nvtx_defs = nvtx::load_defs(&conn, &schema, &mut ids, &strings, ctx.defs)?;
+    let callchains = Callchains::new(&conn, &schema);
+    let mut imp = Importer::new(
+        opts.clone(),
+        strings,
+        enums,
+        ids,
+        nvtx_defs,
+        callchains,
+        ctx.defs,
+    );
+
+    let projected = projection::prepare(&conn, &schema, &imp)?;
+    let mut streams = Vec::new();
+    let api_sorted = cpu::cuda_api_plan(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
+    cpu::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
+    gpu::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
+    flows::plans(&schema, &mut imp, api_sorted, &mut streams)?;
+    nvtx::plans(&conn, &schema, &imp, &mut streams)?;
+    if projected {
+        projection::plan(&mut streams);
+    }
+    samples::plans(&conn, &schema, &imp, ctx.defs, &mut streams)?;
+    instants::plans(&conn, &schema, &imp, ctx.defs, &mut streams)?;
+    counters::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
+
+    let mut total = 0;
+    for s in &streams {
+        if let Some(t) = schema.table(&s.table) {
+            total += plan::row_count(&conn, &t)?;
+        }
+    }
+    ctx.progress.set_total(total);
+    ctx.progress.set_done(0);
+
+    merge::run(&mut imp, &conn, &streams, ctx)?;
+    if imp.pending_launches() > 0 {
+        return Err(Error::invalid(
+            at,
+            format!(
+                "internal: {} launches never met their GPU work; please report this file",
+                imp.pending_launches()
+            ),
+        ));
+    }
+    let Importer {
+        mut ids, strings, ..
+    } = imp;
+    ids.finish(ctx.defs, &strings);
+    tables::account(&conn, &schema, ctx.defs)?;
+    Ok(())
+}

@@ -1,0 +1,276 @@
+//! Point events: thread scheduling (`SCHED_EVENTS`) on thread tracks; unified-memory page
+//! faults and memory-pool operations on their process's or GPU's process track; nsys's own
+//! diagnostics (`DIAGNOSTIC_EVENT`) on the trace-wide track.
+
+use rusqlite::{Connection, Row};
+use tracex_ir::{Args, Defs, Event, Instant, Result, Value};
+
+use crate::cpu::{usable, ArgCol, How};
+use crate::db::{Cols, Schema};
+use crate::enums::Enum;
+use crate::identity::GlobalId;
+use crate::importer::{Decoded, Hook, Importer, Skip};
+use crate::options::Activity;
+use crate::plan::{is_time_ordered, order_by, Kind, StreamDef};
+
+/// Whose track an instant goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// The host process of `globalPid`.
+    Process,
+    /// The GPU `deviceId` (on the machine of `globalPid`).
+    Device,
+    /// The whole trace.
+    Global,
+}
+
+#[derive(Debug)]
+pub struct InstantTable {
+    pub table: &'static str,
+    pub activity: Activity,
+    pub ts: &'static str,
+    pub owner: Owner,
+    pub name: &'static str,
+    /// A text column whose first line names the instant instead of `name`.
+    pub name_from: Option<&'static str>,
+    pub cat: &'static str,
+    pub args: &'static [ArgCol],
+}
+
+const fn a(col: &'static str, key: &'static str, how: How) -> ArgCol {
+    ArgCol { col, key, how }
+}
+
+pub static INSTANT_TABLES: &[InstantTable] = &[
+    InstantTable {
+        table: "CUDA_UM_CPU_PAGE_FAULT_EVENTS",
+        activity: Activity::Memory,
+        ts: "start",
+        owner: Owner::Process,
+        name: "CPU page fault",
+        name_from: None,
+        cat: "um_page_fault",
+        args: &[
+            a("address", "address", How::Int),
+            a("originalFaultPc", "fault_pc", How::Int),
+            a("CpuInstruction", "function", How::Str),
+            a("module", "module", How::Str),
+            a("unresolvedFaultPc", "unresolved_fault_pc", How::Int),
+        ],
+    },
+    InstantTable {
+        table: "CUDA_UM_GPU_PAGE_FAULT_EVENTS",
+        activity: Activity::Memory,
+        ts: "start",
+        owner: Owner::Device,
+        name: "GPU page fault",
+        name_from: None,
+        cat: "um_page_fault",
+        args: &[
+            a("end", "end_ns", How::Int),
+            a("address", "address", How::Int),
+            a("numberOfPageFaults", "faults", How::Int),
+            a(
+                "faultAccessType",
+                "access_type",
+                How::Enum(Enum::UnifMemAccess),
+            ),
+        ],
+    },
+    InstantTable {
+        table: "CUDA_GPU_MEMORY_POOL_EVENTS",
+        activity: Activity::Memory,
+        ts: "start",
+        owner: Owner::Device,
+        name: "CUDA memory pool",
+        name_from: None,
+        cat: "cuda_memory",
+        args: &[
+            a("address", "address", How::Int),
+            a("operationType", "operation", How::Enum(Enum::MemPoolOper)),
+            a("poolType", "pool_type", How::Enum(Enum::MemPoolType)),
+            a("correlationId", "correlation_id", How::Int),
+            a("minBytesToKeep", "min_bytes_to_keep", How::Int),
+            a(
+                "localMemoryPoolReleaseThreshold",
+                "release_threshold",
+                How::Int,
+            ),
+            a("localMemoryPoolSize", "pool_size", How::Int),
+            a(
+                "localMemoryPoolUtilizedSize",
+                "pool_utilized_size",
+                How::Int,
+            ),
+        ],
+    },
+    InstantTable {
+        table: "DIAGNOSTIC_EVENT",
+        activity: Activity::Diagnostics,
+        ts: "timestamp",
+        owner: Owner::Global,
+        name: "nsys diagnostic",
+        name_from: Some("text"),
+        cat: "nsys_diagnostic",
+        args: &[
+            a("severity", "severity", How::Enum(Enum::DiagSeverity)),
+            a("source", "source", How::Int),
+            a("timestampType", "timestamp_type", How::Int),
+            a("text", "text", How::Raw),
+        ],
+    },
+];
+
+/// The columns an instant table is read by, in this order, then its name column and args.
+const CORE: &[&str] = &["globalPid", "deviceId"];
+
+pub fn plans(
+    conn: &Connection,
+    schema: &Schema,
+    imp: &Importer,
+    defs: &mut Defs,
+    out: &mut Vec<StreamDef>,
+) -> Result<()> {
+    for spec in INSTANT_TABLES {
+        if !imp.opts.activities.contains(spec.activity) {
+            continue;
+        }
+        let Some(t) = schema.table(spec.table) else {
+            continue;
+        };
+        let mut needed = vec![spec.ts];
+        match spec.owner {
+            Owner::Process => needed.push("globalPid"),
+            Owner::Device => needed.extend(["globalPid", "deviceId"]),
+            Owner::Global => {}
+        }
+        if !usable(&t, &needed, defs, conn)? {
+            continue;
+        }
+        let mut cols = vec![t.col(spec.ts)];
+        cols.extend(CORE.iter().map(|c| t.col(c)));
+        cols.push(spec.name_from.map_or("NULL".into(), |c| t.col(c)));
+        cols.extend(spec.args.iter().map(|a| t.col(a.col)));
+        let sorted = is_time_ordered(conn, &t, spec.ts, None)?;
+        let sql = format!(
+            "SELECT rowid, {} FROM {}{}",
+            cols.join(", "),
+            t.sql_name(),
+            order_by(sorted, &format!("{}, rowid", t.col(spec.ts)))
+        );
+        out.push(StreamDef::new(&t, sql, Kind::Instant(spec)));
+    }
+    if imp.opts.activities.contains(Activity::Sched) {
+        if let Some(t) = schema.table("SCHED_EVENTS") {
+            if usable(&t, &["start", "globalTid"], defs, conn)? {
+                let sorted = is_time_ordered(conn, &t, "start", None)?;
+                let sql = format!(
+                    "SELECT rowid, {} FROM {}{}",
+                    t.select_list(&[
+                        "start",
+                        "globalTid",
+                        "cpu",
+                        "isSchedIn",
+                        "threadState",
+                        "threadBlock"
+                    ]),
+                    t.sql_name(),
+                    order_by(sorted, &format!("{}, rowid", t.col("start")))
+                );
+                out.push(StreamDef::new(&t, sql, Kind::Sched));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Importer<'_> {
+    pub fn decode_instant(
+        &mut self,
+        spec: &InstantTable,
+        _table: &str,
+        row: &Row,
+        defs: &mut Defs,
+    ) -> Decoded {
+        let mut c = Cols::new(row);
+        let ts = c.int(spec.ts)?;
+        let gpid = c.opt_int("globalPid")?;
+        let device = c.opt_int("deviceId")?;
+        let text = c.opt_text();
+        let track = match (spec.owner, gpid, device) {
+            (Owner::Global, _, _) => defs.global_track(),
+            (Owner::Process, Some(g), _) => {
+                let p = self.ids.process(defs, GlobalId(g));
+                self.ids.process_track(defs, p)
+            }
+            (Owner::Device, Some(g), Some(d)) => {
+                let p = self.ids.device(defs, GlobalId(g).machine(), d);
+                self.ids.process_track(defs, p)
+            }
+            (Owner::Device, Some(_), None) => return Err(Skip::NoId("deviceId")),
+            _ => return Err(Skip::NoId("globalPid")),
+        };
+        let name = match text.as_deref().and_then(|t| t.lines().next()) {
+            Some(line) if !line.trim().is_empty() => {
+                let short: String = line.trim().chars().take(100).collect();
+                defs.intern(&short)
+            }
+            _ => defs.intern(spec.name),
+        };
+        let mut args = Args::with_capacity(spec.args.len());
+        for ac in spec.args {
+            if let Some(v) = self.arg_value(&mut c, ac.how, defs) {
+                self.arg(defs, &mut args, ac.key, v);
+            }
+        }
+        let cat = defs.intern(spec.cat);
+        Ok(Some((
+            Event::Instant(Instant {
+                track,
+                ts,
+                name,
+                cat: Some(cat),
+                args,
+                stack: None,
+                color: None,
+            }),
+            Hook::None,
+        )))
+    }
+
+    pub fn decode_sched(&mut self, row: &Row, defs: &mut Defs) -> Decoded {
+        let mut c = Cols::new(row);
+        let ts = c.int("start")?;
+        let Some(gtid) = c.opt_int("globalTid")? else {
+            return Err(Skip::NoId("globalTid"));
+        };
+        let track = self.ids.thread(defs, &self.strings, gtid);
+        let mut args = Args::new();
+        if let Some(cpu) = c.raw() {
+            self.arg(defs, &mut args, "cpu", cpu);
+        }
+        let name = match c.raw() {
+            Some(Value::Int(0)) => defs.intern("sched out"),
+            Some(_) => defs.intern("sched in"),
+            None => defs.intern("sched"),
+        };
+        for key in ["thread_state", "thread_block"] {
+            if let Some(v) = c.raw() {
+                self.arg(defs, &mut args, key, v);
+            }
+        }
+        let cat = defs.intern("sched");
+        Ok(Some((
+            Event::Instant(Instant {
+                track,
+                ts,
+                name,
+                cat: Some(cat),
+                args,
+                stack: None,
+                color: None,
+            }),
+            Hook::None,
+        )))
+    }
+}

@@ -1,0 +1,140 @@
+//! Streams: one SQL query per kind of row, each returning rows in the IR's total order, merged
+//! by [`crate::merge`]. A table whose rows are already in time order (most nsys exports) is
+//! read as stored; otherwise SQLite sorts it (spilling to temporary files).
+
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::Connection;
+use tracex_ir::{Location, Result};
+
+use crate::db::{sqlite_error, Table};
+
+/// How the rows of a stream become events.
+#[derive(Clone, Debug)]
+pub enum Kind {
+    /// CUDA runtime/driver API calls.
+    CudaApi,
+    /// Other CPU-side ranges on thread tracks (OS runtime, cuBLAS, MPI, ...).
+    Cpu(Box<crate::cpu::CpuPlan>),
+    /// GPU work on stream tracks.
+    Gpu(&'static crate::gpu::GpuTable),
+    /// CUDA event completions (instants on stream tracks).
+    CudaEvent,
+    /// Flow starts: an API call that launched GPU work of table `src`.
+    Launch {
+        src: u8,
+    },
+    /// NVTX push/pop ranges; `emit` false when they are read only for `nvtx-kernel`.
+    NvtxPushPop {
+        emit: bool,
+    },
+    NvtxStartEnd,
+    NvtxMark,
+    /// NVTX ranges projected onto GPU time (`nvtx-kernel`).
+    Projection,
+    Sample,
+    Sched,
+    GpuMetric,
+    MemoryUsage,
+    /// Rows shown as instants on a process track (page faults, memory pools, nsys diagnostics).
+    Instant(&'static crate::instants::InstantTable),
+}
+
+/// One query feeding the merge.
+#[derive(Clone, Debug)]
+pub struct StreamDef {
+    /// For error locations.
+    pub table: String,
+    pub sql: String,
+    pub params: Vec<SqlValue>,
+    pub kind: Kind,
+    /// Skip a row whose rowid equals the previous row's (a join that matched twice).
+    pub unique_rowid: bool,
+}
+
+impl StreamDef {
+    pub fn new(table: &Table, sql: String, kind: Kind) -> StreamDef {
+        StreamDef {
+            table: table.name.clone(),
+            sql,
+            params: Vec::new(),
+            kind,
+            unique_rowid: false,
+        }
+    }
+}
+
+/// `" ORDER BY ..."` for a table not stored in time order, else nothing: a full scan returns
+/// rows in rowid order, which the caller has checked to be time order.
+pub fn order_by(sorted: bool, keys: &str) -> String {
+    if sorted {
+        String::new()
+    } else {
+        format!(" ORDER BY {keys}")
+    }
+}
+
+/// Whether `table`'s rows, in rowid order, are in the IR order: `ts` ascending and, at equal
+/// `ts`, `end` descending with NULL (an open range) first. One scan of two columns, much
+/// cheaper than the sort it saves. Any value that is not an integer answers "no".
+pub fn is_time_ordered(
+    conn: &Connection,
+    table: &Table,
+    ts: &str,
+    end: Option<&str>,
+) -> Result<bool> {
+    if !table.has(ts) {
+        return Ok(false);
+    }
+    let end_expr = match end {
+        Some(e) => table.col(e),
+        None => "NULL".into(),
+    };
+    let sql = format!(
+        "SELECT {}, {end_expr} FROM {}",
+        table.col(ts),
+        table.sql_name()
+    );
+    let at = Location::Row {
+        table: table.name.clone(),
+        rowid: 0,
+    };
+    let err = |e| sqlite_error(at.clone(), "cannot read", e);
+    let mut stmt = conn.prepare(&sql).map_err(err)?;
+    let mut rows = stmt.query([]).map_err(err)?;
+    // (ts, end) with an open end as +inf; ordered iff ts rises, or ts ties and end falls.
+    let mut prev: Option<(i64, i64)> = None;
+    while let Some(row) = rows.next().map_err(err)? {
+        let ValueRef::Integer(t) = row.get_ref(0).map_err(err)? else {
+            return Ok(false);
+        };
+        let e = match row.get_ref(1).map_err(err)? {
+            ValueRef::Null => i64::MAX,
+            ValueRef::Integer(e) => e,
+            _ => return Ok(false),
+        };
+        if let Some((pt, pe)) = prev {
+            if t < pt || (t == pt && e > pe) {
+                return Ok(false);
+            }
+        }
+        prev = Some((t, e));
+    }
+    Ok(true)
+}
+
+/// The number of rows of a table (for progress and accounting).
+pub fn row_count(conn: &Connection, table: &Table) -> Result<u64> {
+    let sql = format!("SELECT count(*) FROM {}", table.sql_name());
+    conn.query_row(&sql, [], |r| r.get::<_, i64>(0))
+        .map(|n| n.max(0) as u64)
+        .map_err(|e| {
+            sqlite_error(
+                Location::Row {
+                    table: table.name.clone(),
+                    rowid: 0,
+                },
+                "cannot count rows",
+                e,
+            )
+        })
+}
