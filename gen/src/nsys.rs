@@ -1,8 +1,8 @@
 //! An nsys-export-shaped SQLite database (the tables and columns of an `nsys export --type
 //! sqlite` file of nsys 2024.x): threads of two processes push NVTX ranges, each enclosing
 //! `cudaLaunchKernel` calls whose kernels run on per-thread streams of one GPU per process.
-//! Rows are written per table in launch order, which is close to (not exactly) start order, as
-//! in real exports.
+//! Rows are written in start order, as real exports store them; `--unsorted` writes them thread
+//! after thread instead (close to, not in, start order), which makes tracex sort them.
 
 use rusqlite::{params, Connection};
 
@@ -14,9 +14,38 @@ pub struct Args {
     /// Number of NVTX push/pop ranges (they enclose the launches evenly)
     #[arg(long, default_value_t = 100_000)]
     nvtx: u64,
+    /// Write rows thread by thread instead of in start order
+    #[arg(long)]
+    unsorted: bool,
     /// Output path (replaced if it exists)
     #[arg(long, short)]
     out: String,
+}
+
+/// Rows of one table before they are written: (start, end, values).
+struct Rows(Vec<(i64, i64, Vec<rusqlite::types::Value>)>);
+
+impl Rows {
+    fn push(&mut self, start: i64, end: i64, values: Vec<rusqlite::types::Value>) {
+        self.0.push((start, end, values));
+    }
+
+    /// Writes the rows with `sql`, in start order (longer first) unless `unsorted`.
+    fn write(
+        mut self,
+        tx: &rusqlite::Transaction,
+        sql: &str,
+        unsorted: bool,
+    ) -> rusqlite::Result<()> {
+        if !unsorted {
+            self.0.sort_by_key(|(s, e, _)| (*s, std::cmp::Reverse(*e)));
+        }
+        let mut stmt = tx.prepare(sql)?;
+        for (_, _, v) in self.0 {
+            stmt.execute(rusqlite::params_from_iter(v))?;
+        }
+        Ok(())
+    }
 }
 
 const DDL: &str = "
@@ -65,6 +94,9 @@ impl Lcg {
 const MACHINE: i64 = 1 << 48;
 const PIDS: [i64; 2] = [41_000, 42_000];
 const THREADS_PER_PROCESS: i64 = 2;
+/// Launches a stream can hold before a launch blocks (CUDA's launch queue is about this deep),
+/// so the GPU never lags the CPU by more than this many kernels.
+const QUEUE_DEPTH: usize = 1024;
 
 fn global_pid(pid: i64) -> i64 {
     MACHINE | (pid << 24)
@@ -138,19 +170,13 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     let mut rng = Lcg(0x5eed);
     let mut clock = vec![1_000_000i64; threads.len()];
     let mut stream_free = vec![0i64; threads.len()];
+    let mut queued: Vec<std::collections::VecDeque<i64>> = vec![Default::default(); threads.len()];
     let mut corr = vec![1i64; PIDS.len()];
     let mut kernels = 0u64;
     let mut ranges = 0u64;
+    let (mut api, mut ker, mut nvtx) = (Rows(Vec::new()), Rows(Vec::new()), Rows(Vec::new()));
     {
-        let mut api = tx.prepare(
-            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?1, ?2, 0, ?3, ?4, 1, 0, NULL)",
-        )?;
-        let mut ker = tx.prepare(
-            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?1, ?2, ?3, 1, NULL, ?4, ?5, ?6, ?7, ?8, NULL, 1, 0, 32, ?9, 1, 1, 256, 1, 1, 0, 0, 0, 0, ?10, 0, NULL, 1)",
-        )?;
-        let mut nvtx = tx.prepare(
-            "INSERT INTO NVTX_EVENTS (start, end, eventType, color, text, globalTid, textId, domainId, int64Value) VALUES (?1, ?2, 59, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?;
+        use rusqlite::types::Value as V;
         while kernels < a.kernels {
             for (ti, &(p, tid)) in threads.iter().enumerate() {
                 if kernels >= a.kernels {
@@ -161,31 +187,50 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                 let mut t = range_start + 800;
                 let n = per_range.min(a.kernels - kernels);
                 for _ in 0..n {
-                    let dur = 3_000 + rng.next(4_000) as i64;
+                    let mut dur = 3_000 + rng.next(4_000) as i64;
+                    // a full queue makes the launch wait until the oldest queued kernel starts
+                    if queued[ti].len() == QUEUE_DEPTH {
+                        let oldest = queued[ti].pop_front().unwrap_or(0);
+                        dur = dur.max(oldest - t + 500);
+                    }
                     let c = corr[p];
                     corr[p] += 1;
-                    api.execute(params![t, t + dur, gtid, c])?;
+                    api.push(
+                        t,
+                        t + dur,
+                        vec![
+                            V::Integer(t),
+                            V::Integer(t + dur),
+                            V::Integer(gtid),
+                            V::Integer(c),
+                        ],
+                    );
                     let stream = 7 + 6 * (ti as i64 % 2);
                     let kstart = (t + dur + 2_000).max(stream_free[ti]);
                     let kdur = 4_000 + rng.next(16_000) as i64;
                     stream_free[ti] = kstart + kdur;
+                    queued[ti].push_back(kstart);
                     let (dname, sname) = match rng.next(3) {
                         0 => (2, 2),
                         1 => (3, 4),
                         _ => (5, 6),
                     };
-                    ker.execute(params![
+                    ker.push(
                         kstart,
                         kstart + kdur,
-                        p as i64,
-                        stream,
-                        c,
-                        global_pid(PIDS[p]),
-                        dname,
-                        sname,
-                        128 + rng.next(1024) as i64,
-                        kernels as i64
-                    ])?;
+                        vec![
+                            V::Integer(kstart),
+                            V::Integer(kstart + kdur),
+                            V::Integer(p as i64),
+                            V::Integer(stream),
+                            V::Integer(c),
+                            V::Integer(global_pid(PIDS[p])),
+                            V::Integer(dname),
+                            V::Integer(sname),
+                            V::Integer(128 + rng.next(1024) as i64),
+                            V::Integer(kernels as i64),
+                        ],
+                    );
                     kernels += 1;
                     t += dur + 1_000 + rng.next(2_000) as i64;
                 }
@@ -193,26 +238,45 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                 if ranges < a.nvtx {
                     // every other range has a registered name (textId), the rest plain text
                     let (text, text_id, domain) = if ranges % 2 == 0 {
-                        (None, Some(7), 0)
+                        (V::Null, V::Integer(7), 0)
                     } else {
-                        (Some(format!("step {}", ranges / 2)), None, 1)
+                        (V::Text(format!("step {}", ranges / 2)), V::Null, 1)
                     };
-                    nvtx.execute(params![
+                    nvtx.push(
                         range_start,
                         range_end,
-                        0xff76b900u32 as i64,
-                        text,
-                        gtid,
-                        text_id,
-                        domain,
-                        ranges as i64
-                    ])?;
+                        vec![
+                            V::Integer(range_start),
+                            V::Integer(range_end),
+                            V::Integer(0xff76b900u32 as i64),
+                            text,
+                            V::Integer(gtid),
+                            text_id,
+                            V::Integer(domain),
+                            V::Integer(ranges as i64),
+                        ],
+                    );
                     ranges += 1;
                 }
                 clock[ti] = range_end + 3_000;
             }
         }
     }
+    api.write(
+        &tx,
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?1, ?2, 0, ?3, ?4, 1, 0, NULL)",
+        a.unsorted,
+    )?;
+    ker.write(
+        &tx,
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?1, ?2, ?3, 1, NULL, ?4, ?5, ?6, ?7, ?8, NULL, 1, 0, 32, ?9, 1, 1, 256, 1, 1, 0, 0, 0, 0, ?10, 0, NULL, 1)",
+        a.unsorted,
+    )?;
+    nvtx.write(
+        &tx,
+        "INSERT INTO NVTX_EVENTS (start, end, eventType, color, text, globalTid, textId, domainId, int64Value) VALUES (?1, ?2, 59, ?3, ?4, ?5, ?6, ?7, ?8)",
+        a.unsorted,
+    )?;
     tx.commit()?;
     eprintln!(
         "tracex-gen: wrote {kernels} kernels, {kernels} runtime calls, {ranges} NVTX ranges to {}",

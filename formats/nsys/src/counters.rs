@@ -2,7 +2,9 @@
 //! `TARGET_INFO_GPU_METRICS` because metric ids are not stable), and the CUDA memory each
 //! process holds on each GPU (running total of `CUDA_GPU_MEMORY_USAGE_EVENTS`).
 
-use rusqlite::{Connection, Row};
+use rusqlite::Connection;
+
+use crate::db::Row;
 use rustc_hash::FxHashMap;
 use tracex_ir::{CounterDef, CounterValue, Defs, Event, Location, Num, Result};
 
@@ -11,7 +13,7 @@ use crate::db::{rowid, Cols, Schema};
 use crate::identity::GlobalId;
 use crate::importer::{Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{is_time_ordered, order_by, Kind, StreamDef};
+use crate::plan::{Kind, Query, StreamDef};
 
 /// Counter keys in [`Importer::counters`]: (kind, a, b).
 const METRIC: u8 = 0;
@@ -59,34 +61,38 @@ pub fn plans(
                         }
                     }
                 }
-                let sorted = is_time_ordered(conn, &t, "timestamp", None)?;
-                let sql = format!(
-                    "SELECT rowid, {} FROM {}{}",
-                    t.select_list(&["timestamp", "typeId", "metricId", "value"]),
-                    t.sql_name(),
-                    order_by(sorted, &format!("{}, rowid", t.col("timestamp")))
+                let query = Query::by_time(
+                    &t,
+                    "timestamp",
+                    format!(
+                        "SELECT rowid, {} FROM {}",
+                        t.select_list(&["timestamp", "typeId", "metricId", "value"]),
+                        t.sql_name()
+                    ),
                 );
-                out.push(StreamDef::new(&t, sql, Kind::GpuMetric));
+                out.push(StreamDef::new(&t, query, Kind::GpuMetric));
             }
         }
     }
     if imp.opts.activities.contains(Activity::Memory) {
         if let Some(t) = schema.table("CUDA_GPU_MEMORY_USAGE_EVENTS") {
             if usable(&t, &["start", "globalPid", "deviceId", "bytes"], defs, conn)? {
-                let sorted = is_time_ordered(conn, &t, "start", None)?;
-                let sql = format!(
-                    "SELECT rowid, {} FROM {}{}",
-                    t.select_list(&[
-                        "start",
-                        "globalPid",
-                        "deviceId",
-                        "bytes",
-                        "memoryOperationType"
-                    ]),
-                    t.sql_name(),
-                    order_by(sorted, &format!("{}, rowid", t.col("start")))
+                let query = Query::by_time(
+                    &t,
+                    "start",
+                    format!(
+                        "SELECT rowid, {} FROM {}",
+                        t.select_list(&[
+                            "start",
+                            "globalPid",
+                            "deviceId",
+                            "bytes",
+                            "memoryOperationType"
+                        ]),
+                        t.sql_name()
+                    ),
                 );
-                out.push(StreamDef::new(&t, sql, Kind::MemoryUsage));
+                out.push(StreamDef::new(&t, query, Kind::MemoryUsage));
             }
         }
     }

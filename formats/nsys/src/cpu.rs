@@ -2,7 +2,9 @@
 //! and the tables of the same shape (start, end, globalTid, a name id): OS runtime, cuBLAS,
 //! cuDNN, MPI, UCX, OpenACC, OpenMP, CUDA graph creation, profiler overhead.
 
-use rusqlite::{Connection, Row};
+use rusqlite::Connection;
+
+use crate::db::Row;
 use tracex_ir::kind::cat;
 use tracex_ir::{Args, Defs, Event, Location, Result, Slice, StrId, Value};
 
@@ -10,7 +12,7 @@ use crate::db::{rowid, Cols, Schema, Table};
 use crate::enums::Enum;
 use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{is_time_ordered, order_by, Kind, StreamDef};
+use crate::plan::{order_by, range_order, Kind, Query, StreamDef};
 use crate::stacks::Chain;
 
 /// How an argument column is shown.
@@ -369,23 +371,17 @@ pub fn plans(
                 }
             }
         }
-        let sorted = is_time_ordered(conn, &t, "start", Some("end"))?;
-        let sql = format!(
-            "SELECT rowid, {} FROM {}{}",
-            select.join(", "),
-            t.sql_name(),
-            order_by(
-                sorted,
-                &format!(
-                    "{} , {e} IS NOT NULL, {e} DESC, rowid",
-                    t.col("start"),
-                    e = t.col("end")
-                )
+        let cols = select.join(", ");
+        let query = Query::ordered(&t, "start", Some("end"), |sorted| {
+            format!(
+                "SELECT rowid, {cols} FROM {}{}",
+                t.sql_name(),
+                order_by(sorted, &range_order(&t, ""))
             )
-        );
+        });
         out.push(StreamDef::new(
             &t,
-            sql,
+            query,
             Kind::Cpu(Box::new(CpuPlan {
                 spec,
                 args,
@@ -422,15 +418,15 @@ pub fn cuda_api_plan(
     imp: &mut Importer,
     defs: &mut Defs,
     out: &mut Vec<StreamDef>,
-) -> Result<Option<bool>> {
+) -> Result<bool> {
     if !imp.opts.activities.contains(Activity::CudaApi) {
-        return Ok(None);
+        return Ok(false);
     }
     let Some(t) = schema.table("CUPTI_ACTIVITY_KIND_RUNTIME") else {
-        return Ok(None);
+        return Ok(false);
     };
     if !usable(&t, &["start", "globalTid"], defs, conn)? {
-        return Ok(None);
+        return Ok(false);
     }
     let has_class = t.has("eventClass");
     let backtrace_rows: i64 = if has_class {
@@ -487,9 +483,8 @@ pub fn cuda_api_plan(
             None,
         );
     }
-    let sorted = is_time_ordered(conn, &t, "start", Some("end"))?;
-    let sql = format!(
-        "SELECT r.rowid, {}, {}, {}, {}, {}, {}, {}, {chain} FROM {} r{join}{filter}{}",
+    let select = format!(
+        "SELECT r.rowid, {}, {}, {}, {}, {}, {}, {}, {chain} FROM {} r{join}{filter}",
         col("start"),
         col("end"),
         col("globalTid"),
@@ -498,19 +493,14 @@ pub fn cuda_api_plan(
         col("correlationId"),
         col("returnValue"),
         t.sql_name(),
-        order_by(
-            sorted,
-            &format!(
-                "{s}, {e} IS NOT NULL, {e} DESC, r.rowid",
-                s = col("start"),
-                e = col("end")
-            )
-        )
     );
-    let mut def = StreamDef::new(&t, sql, Kind::CudaApi);
+    let query = Query::ordered(&t, "start", Some("end"), |sorted| {
+        format!("{select}{}", order_by(sorted, &range_order(&t, "r.")))
+    });
+    let mut def = StreamDef::new(&t, query, Kind::CudaApi);
     def.unique_rowid = !join.is_empty();
     out.push(def);
-    Ok(Some(sorted))
+    Ok(true)
 }
 
 /// `cudaLaunchKernel_v7000` → (`cudaLaunchKernel`, 7000): nsys keeps the ABI version suffix.

@@ -205,23 +205,27 @@ fn describe(v: ValueRef) -> String {
     }
 }
 
+/// One row of a query, owned (read on a reader thread, decoded on the main one). Column 0 of
+/// every tracex query is the rowid.
+pub type Row = [rusqlite::types::Value];
+
 /// Reads the columns of one row in SELECT order, with typed getters whose errors name the
-/// column. Column 0 of every tracex query is the rowid.
-pub struct Cols<'r, 's> {
-    row: &'r rusqlite::Row<'s>,
+/// column.
+pub struct Cols<'r> {
+    row: &'r Row,
     next: usize,
 }
 
-impl<'r, 's> Cols<'r, 's> {
+impl<'r> Cols<'r> {
     /// Starts after the rowid.
-    pub fn new(row: &'r rusqlite::Row<'s>) -> Self {
+    pub fn new(row: &'r Row) -> Self {
         Cols { row, next: 1 }
     }
 
     fn take(&mut self) -> ValueRef<'r> {
         let i = self.next;
         self.next += 1;
-        self.row.get_ref(i).unwrap_or(ValueRef::Null)
+        self.row.get(i).map_or(ValueRef::Null, ValueRef::from)
     }
 
     /// A required integer.
@@ -273,9 +277,9 @@ impl<'r, 's> Cols<'r, 's> {
 }
 
 /// The rowid in column 0 (0 when the query has none).
-pub fn rowid(row: &rusqlite::Row) -> i64 {
-    match row.get_ref(0) {
-        Ok(ValueRef::Integer(i)) => i,
+pub fn rowid(row: &Row) -> i64 {
+    match row.first() {
+        Some(rusqlite::types::Value::Integer(i)) => *i,
         _ => 0,
     }
 }

@@ -6,30 +6,29 @@
 //! starts; each start is emitted at its call and remembered until the GPU row is emitted, which
 //! then gets the flow's end. Memory holds only launches whose work has not started yet.
 
-use rusqlite::Row;
-use tracex_ir::{Defs, Event, FlowBind, FlowId, FlowPoint, FlowRole, Result};
+use crate::db::Row;
+use tracex_ir::{Defs, Event, FlowBind, FlowId, FlowPoint, FlowRole};
 
 use crate::db::{Cols, Schema};
-use crate::gpu::{valid_sql, GPU_TABLES};
+use crate::gpu::GPU_TABLES;
 use crate::importer::{Decoded, Hook, Importer, Skip};
-use crate::plan::{order_by, Kind, StreamDef};
+use crate::plan::{order_by, Kind, Query, StreamDef};
 
-/// One launch stream per GPU table that has correlation ids. `api_sorted` tells whether the
-/// API table is stored in time order (then the join, driven by it, is too).
-pub fn plans(
-    schema: &Schema,
-    imp: &mut Importer,
-    api_sorted: Option<bool>,
-    out: &mut Vec<StreamDef>,
-) -> Result<()> {
-    let Some(api_sorted) = api_sorted else {
-        return Ok(());
-    };
+/// The GPU columns a launch reads to know that its GPU row will be emitted: the ones
+/// [`Importer::decode_gpu`] rejects a row for.
+const GPU_CHECKED: &[&str] = &["start", "end", "deviceId", "contextId", "streamId"];
+
+/// One launch stream per GPU table that has correlation ids, when the API calls are read
+/// (`api`). The join is driven by the API table, so it is in time order when that table is.
+pub fn plans(schema: &Schema, imp: &mut Importer, api: bool, out: &mut Vec<StreamDef>) {
+    if !api {
+        return;
+    }
     let Some(r) = schema.table("CUPTI_ACTIVITY_KIND_RUNTIME") else {
-        return Ok(());
+        return;
     };
     if !r.has("correlationId") {
-        return Ok(());
+        return;
     }
     let rc = |c: &str| format!("r.{}", r.col(c));
     let class_filter = if r.has("eventClass") {
@@ -49,31 +48,33 @@ pub fn plans(
         }
         let gc = |c: &str| format!("g.{}", g.col(c));
         // CROSS JOIN keeps the API table as the outer loop: its order is the stream's order.
-        let sql = format!(
-            "SELECT r.rowid, {rs}, {rt}, g.rowid, {gs} FROM {rn} r CROSS JOIN {gn} g \
-             ON {gk} = {rk} AND ({gp} >> 24) = ({rt} >> 24) \
-             WHERE typeof({rs}) = 'integer' AND typeof({rt}) = 'integer' \
-             AND typeof({re}) IN ('integer', 'null'){class_filter} AND {valid}{order}",
+        let select = format!(
+            "SELECT r.rowid, {rs}, {rt}, g.rowid, {gcols} FROM {rn} r CROSS JOIN {gn} g \
+             ON {gk} = {rk} AND ({gp} >> 24) = ({rt} >> 24) WHERE 1{class_filter}",
             rs = rc("start"),
             rt = rc("globalTid"),
-            re = rc("end"),
             rk = rc("correlationId"),
-            gs = gc("start"),
+            gcols = GPU_CHECKED
+                .iter()
+                .map(|c| gc(c))
+                .collect::<Vec<_>>()
+                .join(", "),
             gk = gc("correlationId"),
             gp = gc("globalPid"),
             rn = r.sql_name(),
             gn = g.sql_name(),
-            valid = valid_sql("g", &g),
-            order = order_by(api_sorted, &format!("{}, r.rowid, g.rowid", rc("start"))),
         );
+        let keys = format!("{}, r.rowid, g.rowid", rc("start"));
+        let query = Query::ordered(&r, "start", Some("end"), |sorted| {
+            format!("{select}{}", order_by(sorted, &keys))
+        });
         let src = spec.src as usize;
         if imp.flow_sources.len() <= src {
             imp.flow_sources.resize(src + 1, false);
         }
         imp.flow_sources[src] = true;
-        out.push(StreamDef::new(&r, sql, Kind::Launch { src: spec.src }));
+        out.push(StreamDef::new(&r, query, Kind::Launch { src: spec.src }));
     }
-    Ok(())
 }
 
 impl Importer<'_> {
@@ -84,7 +85,16 @@ impl Importer<'_> {
             return Err(Skip::NoId("globalTid"));
         };
         let grow = c.int("rowid")?;
-        let gpu_start = c.int("start")?;
+        // GPU work that its own stream will skip as malformed gets no flow either.
+        let (Ok(gpu_start), Ok(_), Ok(_), Ok(_), Ok(_)) = (
+            c.int("start"),
+            c.opt_int("end"),
+            c.int("deviceId"),
+            c.opt_int("contextId"),
+            c.int("streamId"),
+        ) else {
+            return Ok(None);
+        };
         let track = self.ids.thread(defs, &self.strings, gtid);
         Ok(Some((
             Event::Flow(FlowPoint {

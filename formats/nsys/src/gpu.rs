@@ -1,7 +1,9 @@
 //! GPU work on per-device, per-stream tracks: kernels, memory copies and sets, synchronization,
 //! CUDA graph launches (graph-mode tracing), and CUDA event completions.
 
-use rusqlite::{Connection, Row};
+use rusqlite::Connection;
+
+use crate::db::Row;
 use tracex_ir::{Arg, Args, Defs, Event, Instant, Location, Result, Slice, StrId, Value};
 
 use crate::cpu::usable;
@@ -10,7 +12,7 @@ use crate::enums::Enum;
 use crate::identity::GlobalId;
 use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{is_time_ordered, order_by, Kind, StreamDef};
+use crate::plan::{order_by, range_order, Kind, Query, StreamDef};
 
 /// Flow sources: GPU tables whose rows refer to the API call that launched them.
 pub const SRC_KERNEL: u8 = 0;
@@ -132,22 +134,6 @@ fn specific(kind: GpuKind) -> &'static [&'static str] {
     }
 }
 
-/// Validity of a GPU row as SQL, exactly the checks [`Importer::decode_gpu`] makes, so that a
-/// launch is only paired with GPU work that will be emitted.
-pub fn valid_sql(alias: &str, t: &crate::db::Table) -> String {
-    let c = |col: &str| format!("{alias}.{}", t.col(col));
-    format!(
-        "typeof({}) = 'integer' AND typeof({}) IN ('integer', 'null') AND typeof({}) = 'integer' \
-         AND typeof({}) IN ('integer', 'null') AND typeof({}) = 'integer' AND typeof({}) = 'integer'",
-        c("start"),
-        c("end"),
-        c("deviceId"),
-        c("contextId"),
-        c("streamId"),
-        c("globalPid")
-    )
-}
-
 /// Streams of the GPU tables present; returns which flow sources exist.
 pub fn plans(
     conn: &Connection,
@@ -173,21 +159,15 @@ pub fn plans(
         }
         let mut cols: Vec<&str> = COMMON.to_vec();
         cols.extend_from_slice(specific(spec.kind));
-        let sorted = is_time_ordered(conn, &t, "start", Some("end"))?;
-        let sql = format!(
-            "SELECT rowid, {} FROM {}{}",
+        let select = format!(
+            "SELECT rowid, {} FROM {}",
             t.select_list(&cols),
-            t.sql_name(),
-            order_by(
-                sorted,
-                &format!(
-                    "{s}, {e} IS NOT NULL, {e} DESC, rowid",
-                    s = t.col("start"),
-                    e = t.col("end")
-                )
-            )
+            t.sql_name()
         );
-        out.push(StreamDef::new(&t, sql, Kind::Gpu(spec)));
+        let query = Query::ordered(&t, "start", Some("end"), |sorted| {
+            format!("{select}{}", order_by(sorted, &range_order(&t, "")))
+        });
+        out.push(StreamDef::new(&t, query, Kind::Gpu(spec)));
     }
     if imp.opts.activities.contains(Activity::CudaEvent) {
         if let Some(t) = schema.table("CUPTI_ACTIVITY_KIND_CUDA_EVENT") {
@@ -236,9 +216,8 @@ fn cuda_event_plan(
     if timed == 0 || !usable(t, &["deviceId", "streamId", "globalPid"], defs, conn)? {
         return Ok(());
     }
-    let sorted = is_time_ordered(conn, t, "timestamp", None)?;
-    let sql = format!(
-        "SELECT rowid, {} FROM {} WHERE {ts} IS NOT NULL AND {ts} != 0{}",
+    let select = format!(
+        "SELECT rowid, {} FROM {} WHERE {ts} IS NOT NULL AND {ts} != 0",
         t.select_list(&[
             "timestamp",
             "deviceId",
@@ -250,9 +229,11 @@ fn cuda_event_plan(
             "eventSyncId"
         ]),
         t.sql_name(),
-        order_by(sorted, &format!("{ts}, rowid"))
     );
-    out.push(StreamDef::new(t, sql, Kind::CudaEvent));
+    let query = Query::ordered(t, "timestamp", None, |sorted| {
+        format!("{select}{}", order_by(sorted, &format!("{ts}, rowid")))
+    });
+    out.push(StreamDef::new(t, query, Kind::CudaEvent));
     Ok(())
 }
 
@@ -492,6 +473,9 @@ impl Importer<'_> {
 
     /// "Memcpy HtoD" style names, cached per copy kind.
     fn memcpy_name(&mut self, defs: &mut Defs, kind: i64, label: &str) -> StrId {
+        if let Some(&n) = self.memcpy_names.get(&kind) {
+            return n;
+        }
         let short = match kind {
             1 => "HtoD",
             2 => "DtoH",
@@ -505,7 +489,9 @@ impl Importer<'_> {
             10 => "PtoP",
             _ => label,
         };
-        defs.intern(&format!("Memcpy {short}"))
+        let n = defs.intern(&format!("Memcpy {short}"));
+        self.memcpy_names.insert(kind, n);
+        n
     }
 
     pub fn decode_cuda_event(&mut self, table: &str, row: &Row, defs: &mut Defs) -> Decoded {

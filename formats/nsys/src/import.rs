@@ -47,18 +47,15 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
         ctx.defs,
     );
 
-    let projected = projection::prepare(&conn, &schema, &imp)?;
     let mut streams = Vec::new();
-    let api_sorted = cpu::cuda_api_plan(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
+    let api = cpu::cuda_api_plan(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
     cpu::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
     gpu::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
-    flows::plans(&schema, &mut imp, api_sorted, &mut streams)?;
-    nvtx::plans(&conn, &schema, &imp, &mut streams)?;
-    if projected {
-        projection::plan(&mut streams);
-    }
-    samples::plans(&conn, &schema, &imp, ctx.defs, &mut streams)?;
-    instants::plans(&conn, &schema, &imp, ctx.defs, &mut streams)?;
+    flows::plans(&schema, &mut imp, api, &mut streams);
+    nvtx::plans(&schema, &imp, &mut streams);
+    streams.extend(projection::plan(&schema, &imp));
+    samples::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
+    instants::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
     counters::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
 
     let mut total = 0;
@@ -70,7 +67,7 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
     ctx.progress.set_total(total);
     ctx.progress.set_done(0);
 
-    merge::run(&mut imp, &conn, &streams, ctx)?;
+    merge::run(&mut imp, path, &streams, ctx)?;
     if imp.pending_launches() > 0 {
         return Err(Error::invalid(
             at,

@@ -6,7 +6,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use rusqlite::Row;
+use crate::db::Row;
 use rustc_hash::FxHashMap;
 use tracex_ir::diag::kinds as ir_kinds;
 use tracex_ir::order::OrderKey;
@@ -164,11 +164,15 @@ pub struct Importer<'c> {
     pub memory_totals: FxHashMap<(i64, i64), i64>,
     /// Colours by NVTX name (`--nvtx-color-scheme`), cached.
     colors: FxHashMap<StrId, Option<StrId>>,
-    /// Arg keys interned on first use.
-    arg_keys: FxHashMap<&'static str, StrId>,
+    /// Arg keys interned on first use, by the address of the static text (cheaper to hash
+    /// than the text, and looked up for every argument of every row).
+    arg_keys: FxHashMap<usize, StrId>,
+
     /// CUDA API display names (without the ABI suffix) by string id.
     pub api_names: FxHashMap<i64, (StrId, Option<i64>)>,
     pub metric_names: crate::counters::MetricNames,
+    /// Memcpy slice names by copy kind.
+    pub memcpy_names: FxHashMap<i64, StrId>,
 }
 
 impl<'c> Importer<'c> {
@@ -199,14 +203,19 @@ impl<'c> Importer<'c> {
             memory_totals: FxHashMap::default(),
             colors: FxHashMap::default(),
             arg_keys: FxHashMap::default(),
+
             api_names: FxHashMap::default(),
             metric_names: Default::default(),
+            memcpy_names: FxHashMap::default(),
         }
     }
 
     /// The interned arg key `k`.
     pub fn key(&mut self, defs: &mut Defs, k: &'static str) -> StrId {
-        *self.arg_keys.entry(k).or_insert_with(|| defs.intern(k))
+        *self
+            .arg_keys
+            .entry(k.as_ptr() as usize)
+            .or_insert_with(|| defs.intern(k))
     }
 
     pub fn arg(&mut self, defs: &mut Defs, args: &mut Args, k: &'static str, value: Value) {

@@ -2,7 +2,9 @@
 //! faults and memory-pool operations on their process's or GPU's process track; nsys's own
 //! diagnostics (`DIAGNOSTIC_EVENT`) on the trace-wide track.
 
-use rusqlite::{Connection, Row};
+use rusqlite::Connection;
+
+use crate::db::Row;
 use tracex_ir::{Args, Defs, Event, Instant, Result, Value};
 
 use crate::cpu::{usable, ArgCol, How};
@@ -11,7 +13,7 @@ use crate::enums::Enum;
 use crate::identity::GlobalId;
 use crate::importer::{Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{is_time_ordered, order_by, Kind, StreamDef};
+use crate::plan::{Kind, Query, StreamDef};
 
 /// Whose track an instant goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,7 +129,7 @@ const CORE: &[&str] = &["globalPid", "deviceId"];
 pub fn plans(
     conn: &Connection,
     schema: &Schema,
-    imp: &Importer,
+    imp: &mut Importer,
     defs: &mut Defs,
     out: &mut Vec<StreamDef>,
 ) -> Result<()> {
@@ -151,33 +153,33 @@ pub fn plans(
         cols.extend(CORE.iter().map(|c| t.col(c)));
         cols.push(spec.name_from.map_or("NULL".into(), |c| t.col(c)));
         cols.extend(spec.args.iter().map(|a| t.col(a.col)));
-        let sorted = is_time_ordered(conn, &t, spec.ts, None)?;
-        let sql = format!(
-            "SELECT rowid, {} FROM {}{}",
-            cols.join(", "),
-            t.sql_name(),
-            order_by(sorted, &format!("{}, rowid", t.col(spec.ts)))
+        let query = Query::by_time(
+            &t,
+            spec.ts,
+            format!("SELECT rowid, {} FROM {}", cols.join(", "), t.sql_name()),
         );
-        out.push(StreamDef::new(&t, sql, Kind::Instant(spec)));
+        out.push(StreamDef::new(&t, query, Kind::Instant(spec)));
     }
     if imp.opts.activities.contains(Activity::Sched) {
         if let Some(t) = schema.table("SCHED_EVENTS") {
             if usable(&t, &["start", "globalTid"], defs, conn)? {
-                let sorted = is_time_ordered(conn, &t, "start", None)?;
-                let sql = format!(
-                    "SELECT rowid, {} FROM {}{}",
-                    t.select_list(&[
-                        "start",
-                        "globalTid",
-                        "cpu",
-                        "isSchedIn",
-                        "threadState",
-                        "threadBlock"
-                    ]),
-                    t.sql_name(),
-                    order_by(sorted, &format!("{}, rowid", t.col("start")))
+                let query = Query::by_time(
+                    &t,
+                    "start",
+                    format!(
+                        "SELECT rowid, {} FROM {}",
+                        t.select_list(&[
+                            "start",
+                            "globalTid",
+                            "cpu",
+                            "isSchedIn",
+                            "threadState",
+                            "threadBlock"
+                        ]),
+                        t.sql_name()
+                    ),
                 );
-                out.push(StreamDef::new(&t, sql, Kind::Sched));
+                out.push(StreamDef::new(&t, query, Kind::Sched));
             }
         }
     }

@@ -1,17 +1,122 @@
-//! The k-way merge: every stream's next event waits in a heap keyed by the IR's total order
-//! (time; slices, longer first; instants; flow points; counters; samples), and the smallest goes
-//! out. Memory: one decoded row per stream plus the few events made at emission time.
+//! The k-way merge. Every stream is read on its own thread (own read-only connection), which
+//! steps SQLite and hands rows over in small batches through a bounded channel; the calling
+//! thread decodes them and keeps each stream's next event in a heap keyed by the IR's total
+//! order (time; slices, longer first; instants; flow points; counters; samples), emitting the
+//! smallest. Memory: a few batches per stream plus the events made at emission time.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::path::Path;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use rusqlite::Connection;
+use rusqlite::types::Value as SqlValue;
 use tracex_ir::order::OrderKey;
 use tracex_ir::{Error, Event, ImportCtx, Location, Result};
 
-use crate::db::{rowid, sqlite_error};
+use crate::db::{self, rowid, sqlite_error, Row};
 use crate::importer::{Hook, Importer, Skip};
 use crate::plan::StreamDef;
+
+/// Rows per batch sent from a reader.
+const BATCH_ROWS: usize = 256;
+/// Batches a reader may run ahead of the merge.
+const AHEAD: usize = 4;
+
+/// What a reader sends: rows (flat, `columns` values each), or the error that stopped it.
+enum Msg {
+    Rows {
+        columns: usize,
+        values: Vec<SqlValue>,
+    },
+    Failed(Error),
+}
+
+/// Runs `def`'s query on a connection of its own and sends the rows.
+fn read(path: &Path, def: &StreamDef, tx: &SyncSender<Msg>) -> Result<()> {
+    let at = || Location::Row {
+        table: def.table.clone(),
+        rowid: 0,
+    };
+    let conn = db::open(path)?;
+    if let Some(pass) = &def.prepare {
+        pass.run(&conn)?;
+    }
+    let sql = def.query.sql(&conn)?;
+    let doing = format!("cannot query table {}", def.table);
+    let mut stmt = conn
+        .prepare(sql)
+        .map_err(|e| sqlite_error(at(), &doing, e))?;
+    let columns = stmt.column_count();
+    let mut rows = stmt
+        .query(rusqlite::params_from_iter(def.query.params.iter()))
+        .map_err(|e| sqlite_error(at(), &doing, e))?;
+    let mut values = Vec::with_capacity(BATCH_ROWS * columns);
+    let mut last = 0;
+    let doing = format!("cannot read table {}", def.table);
+    loop {
+        let row = rows.next().map_err(|e| {
+            sqlite_error(
+                Location::Row {
+                    table: def.table.clone(),
+                    rowid: last,
+                },
+                &doing,
+                e,
+            )
+        })?;
+        let Some(row) = row else { break };
+        for i in 0..columns {
+            values.push(row.get::<_, SqlValue>(i).unwrap_or(SqlValue::Null));
+        }
+        if let Some(SqlValue::Integer(r)) = values.get(values.len() - columns) {
+            last = *r;
+        }
+        if values.len() >= BATCH_ROWS * columns {
+            let full = std::mem::replace(&mut values, Vec::with_capacity(BATCH_ROWS * columns));
+            if tx
+                .send(Msg::Rows {
+                    columns,
+                    values: full,
+                })
+                .is_err()
+            {
+                return Ok(()); // the merge stopped
+            }
+        }
+    }
+    if !values.is_empty() {
+        let _ = tx.send(Msg::Rows { columns, values });
+    }
+    Ok(())
+}
+
+/// The merge's end of one reader.
+struct Cursor {
+    rx: Receiver<Msg>,
+    columns: usize,
+    values: Vec<SqlValue>,
+    pos: usize,
+}
+
+impl Cursor {
+    /// The next row, or `None` at the end of the stream.
+    fn next(&mut self) -> Result<Option<&Row>> {
+        if self.pos >= self.values.len() {
+            match self.rx.recv() {
+                Ok(Msg::Rows { columns, values }) => {
+                    self.columns = columns;
+                    self.values = values;
+                    self.pos = 0;
+                }
+                Ok(Msg::Failed(e)) => return Err(e),
+                Err(_) => return Ok(None),
+            }
+        }
+        let row = &self.values[self.pos..self.pos + self.columns];
+        self.pos += self.columns;
+        Ok(Some(row))
+    }
+}
 
 struct Head {
     key: OrderKey,
@@ -23,26 +128,12 @@ struct Head {
 fn next_head(
     imp: &mut Importer,
     def: &StreamDef,
-    rows: &mut rusqlite::Rows,
+    cursor: &mut Cursor,
     last_rowid: &mut Option<i64>,
     i: usize,
     ctx: &mut ImportCtx,
 ) -> Result<Option<Head>> {
-    loop {
-        let row = match rows.next() {
-            Ok(Some(r)) => r,
-            Ok(None) => return Ok(None),
-            Err(e) => {
-                return Err(sqlite_error(
-                    Location::Row {
-                        table: def.table.clone(),
-                        rowid: last_rowid.unwrap_or(0),
-                    },
-                    &format!("cannot read table {}", def.table),
-                    e,
-                ))
-            }
-        };
+    while let Some(row) = cursor.next()? {
         ctx.progress.advance(1);
         let rid = rowid(row);
         if def.unique_rowid && *last_rowid == Some(rid) {
@@ -59,50 +150,46 @@ fn next_head(
             Err(skip) => Importer::record_skip(ctx.defs, &def.table, rid, &skip),
         }
     }
+    Ok(None)
 }
 
 /// Runs every stream to its end, pushing events to `ctx` in the total order.
-pub fn run(
+pub fn run(imp: &mut Importer, path: &Path, defs: &[StreamDef], ctx: &mut ImportCtx) -> Result<()> {
+    std::thread::scope(|scope| {
+        let mut cursors = Vec::with_capacity(defs.len());
+        for def in defs {
+            let (tx, rx) = sync_channel(AHEAD);
+            let reader = move || {
+                if let Err(e) = read(path, def, &tx) {
+                    let _ = tx.send(Msg::Failed(e));
+                }
+            };
+            std::thread::Builder::new()
+                .name(format!("nsys {}", def.table))
+                .spawn_scoped(scope, reader)
+                .map_err(Error::Io)?;
+            cursors.push(Cursor {
+                rx,
+                columns: 0,
+                values: Vec::new(),
+                pos: 0,
+            });
+        }
+        merge(imp, defs, &mut cursors, ctx)
+    })
+}
+
+fn merge(
     imp: &mut Importer,
-    conn: &Connection,
     defs: &[StreamDef],
+    cursors: &mut [Cursor],
     ctx: &mut ImportCtx,
 ) -> Result<()> {
-    let mut stmts = Vec::with_capacity(defs.len());
-    for d in defs {
-        let stmt = conn.prepare(&d.sql).map_err(|e| {
-            sqlite_error(
-                Location::Row {
-                    table: d.table.clone(),
-                    rowid: 0,
-                },
-                &format!("cannot query table {}", d.table),
-                e,
-            )
-        })?;
-        stmts.push(stmt);
-    }
-    let mut rows = Vec::with_capacity(defs.len());
-    for (stmt, d) in stmts.iter_mut().zip(defs) {
-        let r = stmt
-            .query(rusqlite::params_from_iter(d.params.iter()))
-            .map_err(|e| {
-                sqlite_error(
-                    Location::Row {
-                        table: d.table.clone(),
-                        rowid: 0,
-                    },
-                    &format!("cannot query table {}", d.table),
-                    e,
-                )
-            })?;
-        rows.push(r);
-    }
     let mut last_rowid: Vec<Option<i64>> = vec![None; defs.len()];
     let mut heads: Vec<Option<Head>> = Vec::with_capacity(defs.len());
     let mut heap: BinaryHeap<Reverse<(OrderKey, usize)>> = BinaryHeap::new();
     for i in 0..defs.len() {
-        let h = next_head(imp, &defs[i], &mut rows[i], &mut last_rowid[i], i, ctx)?;
+        let h = next_head(imp, &defs[i], &mut cursors[i], &mut last_rowid[i], i, ctx)?;
         if let Some(h) = &h {
             heap.push(Reverse((h.key, i)));
         }
@@ -116,7 +203,7 @@ pub fn run(
             (Some((k, i)), d) if d.is_none_or(|dk| k < dk) => {
                 heap.pop();
                 let head = heads[i].take().expect("a queued stream has a head");
-                let next = next_head(imp, &defs[i], &mut rows[i], &mut last_rowid[i], i, ctx)?;
+                let next = next_head(imp, &defs[i], &mut cursors[i], &mut last_rowid[i], i, ctx)?;
                 if let Some(h) = &next {
                     heap.push(Reverse((h.key, i)));
                 }

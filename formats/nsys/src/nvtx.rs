@@ -5,7 +5,9 @@
 //! (both occur in one file); domain ids restart in every process, so domains are per process.
 
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, Row};
+use rusqlite::Connection;
+
+use crate::db::Row;
 use rustc_hash::FxHashMap;
 use tracex_ir::{Args, Defs, Event, Instant, Location, Result, Slice, StrId, Value};
 
@@ -13,7 +15,7 @@ use crate::db::{rowid, sqlite_error, Cols, Schema, Table};
 use crate::identity::GlobalId;
 use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{is_time_ordered, order_by, Kind, StreamDef};
+use crate::plan::{order_by, range_order, Kind, Query, StreamDef};
 
 pub const PUSH_POP: &str = "59, 70";
 pub const START_END: &str = "60, 71";
@@ -167,60 +169,47 @@ const COLS: &[&str] = &[
     "binaryData",
 ];
 
-pub fn plans(
-    conn: &Connection,
-    schema: &Schema,
-    imp: &Importer,
-    out: &mut Vec<StreamDef>,
-) -> Result<()> {
+pub fn plans(schema: &Schema, imp: &Importer, out: &mut Vec<StreamDef>) {
     let acts = imp.opts.activities;
     let want_ranges = acts.contains(Activity::Nvtx);
     // nvtx-kernel needs the push/pop ranges to name the kernels launched inside them.
     let want_push_pop = want_ranges || acts.contains(Activity::NvtxKernel);
     if !want_push_pop {
-        return Ok(());
+        return;
     }
     let Some(t) = schema.table("NVTX_EVENTS") else {
-        return Ok(());
+        return;
     };
     if !t.has("eventType") || !t.has("start") {
-        return Ok(());
+        return;
     }
-    let sorted = is_time_ordered(conn, &t, "start", Some("end"))?;
     let mut add = |types: &str, kind: Kind| {
         let mut params = Vec::new();
         let filter = prefix_filter(&t, "n.", &imp.opts.nvtx_prefixes, &mut params);
-        let sql = format!(
-            "SELECT n.rowid, {} FROM {} n WHERE n.{} IN ({types}){filter}{}",
-            COLS.iter()
-                .map(|c| if t.has(c) {
-                    format!("n.{}", t.col(c))
-                } else {
-                    "NULL".into()
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
+        let cols = COLS
+            .iter()
+            .map(|c| match t.has(c) {
+                true => format!("n.{}", t.col(c)),
+                false => "NULL".into(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let select = format!(
+            "SELECT n.rowid, {cols} FROM {} n WHERE n.{} IN ({types}){filter}",
             t.sql_name(),
             t.col("eventType"),
-            order_by(
-                sorted,
-                &format!(
-                    "n.{s}, n.{e} IS NOT NULL, n.{e} DESC, n.rowid",
-                    s = t.col("start"),
-                    e = t.col("end")
-                )
-            )
         );
-        let mut def = StreamDef::new(&t, sql, kind);
-        def.params = params;
-        out.push(def);
+        let mut query = Query::ordered(&t, "start", Some("end"), |sorted| {
+            format!("{select}{}", order_by(sorted, &range_order(&t, "n.")))
+        });
+        query.params = params;
+        out.push(StreamDef::new(&t, query, kind));
     };
     add(PUSH_POP, Kind::NvtxPushPop { emit: want_ranges });
     if want_ranges {
         add(START_END, Kind::NvtxStartEnd);
         add(MARK, Kind::NvtxMark);
     }
-    Ok(())
 }
 
 /// What an NVTX event row holds besides its time.

@@ -1,6 +1,7 @@
 //! Streams: one SQL query per kind of row, each returning rows in the IR's total order, merged
 //! by [`crate::merge`]. A table whose rows are already in time order (most nsys exports) is
-//! read as stored; otherwise SQLite sorts it (spilling to temporary files).
+//! read as stored; otherwise SQLite sorts it (spilling to temporary files). Which of the two
+//! is decided on the stream's own reader thread, by [`is_time_ordered`].
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
@@ -39,26 +40,92 @@ pub enum Kind {
     Instant(&'static crate::instants::InstantTable),
 }
 
-/// One query feeding the merge.
+/// The table whose storage order decides whether a query must sort.
 #[derive(Clone, Debug)]
+pub struct OrderCheck {
+    pub table: Table,
+    pub ts: &'static str,
+    pub end: Option<&'static str>,
+}
+
+/// A query in two forms: a plain scan (when its driving table is stored in time order) and
+/// one with `ORDER BY`.
+#[derive(Clone, Debug)]
+pub struct Query {
+    pub scan: String,
+    pub sort: String,
+    pub check: Option<OrderCheck>,
+    pub params: Vec<SqlValue>,
+}
+
+impl Query {
+    /// `sql(sorted)` for both cases; the order of `table`'s `ts` (and `end`) decides.
+    pub fn ordered(
+        table: &Table,
+        ts: &'static str,
+        end: Option<&'static str>,
+        sql: impl Fn(bool) -> String,
+    ) -> Query {
+        Query {
+            scan: sql(true),
+            sort: sql(false),
+            check: Some(OrderCheck {
+                table: table.clone(),
+                ts,
+                end,
+            }),
+            params: Vec::new(),
+        }
+    }
+
+    /// `select` (a query without ORDER BY) in time order of one column `ts` of `table`.
+    pub fn by_time(table: &Table, ts: &'static str, select: String) -> Query {
+        let keys = format!("{}, rowid", table.col(ts));
+        Query::ordered(table, ts, None, |sorted| {
+            format!("{select}{}", order_by(sorted, &keys))
+        })
+    }
+
+    /// A query that always sorts.
+    pub fn sorted(sql: String) -> Query {
+        Query {
+            scan: sql.clone(),
+            sort: sql,
+            check: None,
+            params: Vec::new(),
+        }
+    }
+
+    /// The SQL to run on `conn`: the scan when the driving table is in order.
+    pub fn sql(&self, conn: &Connection) -> Result<&str> {
+        match &self.check {
+            Some(c) if is_time_ordered(conn, &c.table, c.ts, c.end)? => Ok(&self.scan),
+            _ => Ok(&self.sort),
+        }
+    }
+}
+
+/// One query feeding the merge.
+#[derive(Debug)]
 pub struct StreamDef {
     /// For error locations.
     pub table: String,
-    pub sql: String,
-    pub params: Vec<SqlValue>,
+    pub query: Query,
     pub kind: Kind,
     /// Skip a row whose rowid equals the previous row's (a join that matched twice).
     pub unique_rowid: bool,
+    /// Work done on the reader's connection before the query (the nvtx-kernel projection).
+    pub prepare: Option<Box<crate::projection::Pass>>,
 }
 
 impl StreamDef {
-    pub fn new(table: &Table, sql: String, kind: Kind) -> StreamDef {
+    pub fn new(table: &Table, query: Query, kind: Kind) -> StreamDef {
         StreamDef {
             table: table.name.clone(),
-            sql,
-            params: Vec::new(),
+            query,
             kind,
             unique_rowid: false,
+            prepare: None,
         }
     }
 }
@@ -71,6 +138,16 @@ pub fn order_by(sorted: bool, keys: &str) -> String {
     } else {
         format!(" ORDER BY {keys}")
     }
+}
+
+/// The usual sort keys: `start`, then open ranges, then longer ranges first, then rowid.
+pub fn range_order(t: &Table, alias: &str) -> String {
+    format!(
+        "{a}{s}, {a}{e} IS NOT NULL, {a}{e} DESC, {a}rowid",
+        a = alias,
+        s = t.col("start"),
+        e = t.col("end")
+    )
 }
 
 /// Whether `table`'s rows, in rowid order, are in the IR order: `ts` ascending and, at equal

@@ -1,20 +1,22 @@
 //! CPU samples: `COMPOSITE_EVENTS` rows (one per sample) with their stacks from
 //! `SAMPLING_CALLCHAINS` (looked up per sample by id), as IR samples on thread tracks.
 
-use rusqlite::{Connection, Row};
+use rusqlite::Connection;
+
+use crate::db::Row;
 use tracex_ir::{Defs, Event, Result, Sample};
 
 use crate::cpu::usable;
 use crate::db::{Cols, Schema};
 use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{is_time_ordered, order_by, row_count, Kind, StreamDef};
+use crate::plan::{row_count, Kind, Query, StreamDef};
 use crate::stacks::Chain;
 
 pub fn plans(
     conn: &Connection,
     schema: &Schema,
-    imp: &Importer,
+    imp: &mut Importer,
     defs: &mut Defs,
     out: &mut Vec<StreamDef>,
 ) -> Result<()> {
@@ -31,14 +33,16 @@ pub fn plans(
         let n = row_count(conn, &t)?;
         record_rows(defs, &crate::diag::SAMPLE_FIELDS_DROPPED, &t.name, n, None);
     }
-    let sorted = is_time_ordered(conn, &t, "start", None)?;
-    let sql = format!(
-        "SELECT rowid, {} FROM {}{}",
-        t.select_list(&["start", "globalTid", "cpu", "id"]),
-        t.sql_name(),
-        order_by(sorted, &format!("{}, rowid", t.col("start")))
+    let query = Query::by_time(
+        &t,
+        "start",
+        format!(
+            "SELECT rowid, {} FROM {}",
+            t.select_list(&["start", "globalTid", "cpu", "id"]),
+            t.sql_name()
+        ),
     );
-    out.push(StreamDef::new(&t, sql, Kind::Sample));
+    out.push(StreamDef::new(&t, query, Kind::Sample));
     Ok(())
 }
 
