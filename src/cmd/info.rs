@@ -16,6 +16,9 @@ use crate::options::Options;
 struct Counts {
     by_kind: BTreeMap<&'static str, u64>,
     slices_by_kind: BTreeMap<&'static str, u64>,
+    /// Slices and instants by their exact category ("" when none), for per-table checks.
+    slices_by_cat: BTreeMap<String, u64>,
+    instants_by_cat: BTreeMap<String, u64>,
     open_slices: u64,
     flows: BTreeSet<u64>,
     untimed_samples: u64,
@@ -41,11 +44,18 @@ impl Sink for InfoSink {
                 }
                 let k = classify(defs.opt_str(s.cat)).name();
                 *c.slices_by_kind.entry(k).or_default() += 1;
+                let cat = defs.opt_str(s.cat).unwrap_or_default().to_string();
+                *c.slices_by_cat.entry(cat).or_default() += 1;
             }
             Event::Sample(s) => match s.ts {
                 Some(t) => span(t, t),
                 None => c.untimed_samples += 1,
             },
+            Event::Instant(i) => {
+                span(i.ts, i.ts);
+                let cat = defs.opt_str(i.cat).unwrap_or_default().to_string();
+                *c.instants_by_cat.entry(cat).or_default() += 1;
+            }
             Event::Flow(f) => {
                 span(f.ts, f.ts);
                 c.flows.insert(f.id.0);
@@ -116,6 +126,8 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
         "sniffers": sniffed.iter().map(|(f, c)| json!({"format": f, "answer": c})).collect::<Vec<_>>(),
         "events": c.by_kind,
         "slices_by_kind": c.slices_by_kind,
+        "slices_by_cat": c.slices_by_cat,
+        "instants_by_cat": c.instants_by_cat,
         "open_slices": c.open_slices,
         "flows": c.flows.len(),
         "untimed_samples": c.untimed_samples,

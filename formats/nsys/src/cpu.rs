@@ -12,7 +12,7 @@ use crate::db::{rowid, Cols, Schema, Table};
 use crate::enums::Enum;
 use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{order_by, range_order, Kind, Query, StreamDef};
+use crate::plan::{order_by, range_order, rows_where, Kind, Query, StreamDef};
 use crate::stacks::Chain;
 
 /// How an argument column is shown.
@@ -398,12 +398,12 @@ pub fn usable(t: &Table, needed: &[&str], defs: &mut Defs, conn: &Connection) ->
     if missing.is_empty() {
         return Ok(true);
     }
-    let n = crate::plan::row_count(conn, t)?;
+    let (n, first) = rows_where(conn, t, "1")?;
     record_rows(
         defs,
         &crate::diag::TABLE_UNUSABLE,
         &t.name,
-        n.max(1),
+        (n.max(1), first),
         Some(format!("{} has no column {}", t.name, missing.join(", "))),
     );
     Ok(false)
@@ -429,20 +429,12 @@ pub fn cuda_api_plan(
         return Ok(false);
     }
     let has_class = t.has("eventClass");
-    let backtrace_rows: i64 = if has_class {
-        conn.query_row(
-            &format!(
-                "SELECT count(*) FROM {} WHERE {} = 67",
-                t.sql_name(),
-                t.col("eventClass")
-            ),
-            [],
-            |r| r.get(0),
-        )
-        .unwrap_or(0)
+    let backtraces = if has_class {
+        rows_where(conn, &t, &format!("{} = 67", t.col("eventClass")))?
     } else {
-        0
+        (0, 0)
     };
+    let backtrace_rows = backtraces.0;
     let col = |c: &str| match t.has(c) {
         true => format!("r.{}", t.col(c)),
         false => "NULL".to_string(),
@@ -475,13 +467,7 @@ pub fn cuda_api_plan(
         String::new()
     };
     if backtrace_rows > 0 {
-        record_rows(
-            defs,
-            &crate::diag::BACKTRACE_ROW,
-            &t.name,
-            backtrace_rows as u64,
-            None,
-        );
+        record_rows(defs, &crate::diag::BACKTRACE_ROW, &t.name, backtraces, None);
     }
     let select = format!(
         "SELECT r.rowid, {}, {}, {}, {}, {}, {}, {}, {chain} FROM {} r{join}{filter}",

@@ -39,6 +39,4 @@ kinds! {
         "the export was made with --ts-normalize or a time shift; timestamps are not on the capture's own clock, so the clock origin may not match";
     UNKNOWN_METRIC = "nsys_unknown_gpu_metric", Warning,
         "a GPU_METRICS row names a metric that TARGET_INFO_GPU_METRICS does not define; it is shown as \"metric N\"";
-    OPEN_SCHED = "nsys_sched_unpaired", Info,
-        "a scheduling event had no matching switch in or out on its thread; it was kept as an instant";
 }

@@ -12,7 +12,7 @@ use crate::enums::Enum;
 use crate::identity::GlobalId;
 use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{order_by, range_order, Kind, Query, StreamDef};
+use crate::plan::{order_by, range_order, rows_where, Kind, Query, StreamDef};
 
 /// Flow sources: GPU tables whose rows refer to the API call that launched them.
 pub const SRC_KERNEL: u8 = 0;
@@ -73,6 +73,18 @@ pub static GPU_TABLES: &[GpuTable] = &[
         kind: GpuKind::Graph,
     },
 ];
+
+/// Where a row of flow source `src` is, for diagnostics.
+pub fn location(src: u8, rowid: i64) -> Location {
+    let table = GPU_TABLES
+        .iter()
+        .find(|t| t.src == src)
+        .map_or("GPU activity", |t| t.table);
+    Location::Row {
+        table: table.to_string(),
+        rowid,
+    }
+}
 
 /// Columns read from every GPU table, in this order.
 pub const COMMON: &[&str] = &[
@@ -184,35 +196,27 @@ fn cuda_event_plan(
     defs: &mut Defs,
     out: &mut Vec<StreamDef>,
 ) -> Result<()> {
-    let total = crate::plan::row_count(conn, t)?;
     if !t.has("timestamp") {
+        let all = rows_where(conn, t, "1")?;
         record_rows(
             defs,
             &crate::diag::CUDA_EVENT_WITHOUT_TIME,
             &t.name,
-            total,
+            all,
             None,
         );
         return Ok(());
     }
     let ts = t.col("timestamp");
-    let timed: i64 = conn
-        .query_row(
-            &format!(
-                "SELECT count(*) FROM {} WHERE {ts} IS NOT NULL AND {ts} != 0",
-                t.sql_name()
-            ),
-            [],
-            |r| r.get(0),
-        )
-        .unwrap_or(0);
+    let untimed = rows_where(conn, t, &format!("{ts} IS NULL OR {ts} = 0"))?;
     record_rows(
         defs,
         &crate::diag::CUDA_EVENT_WITHOUT_TIME,
         &t.name,
-        total.saturating_sub(timed.max(0) as u64),
+        untimed,
         None,
     );
+    let timed = crate::plan::row_count(conn, t)? - untimed.0;
     if timed == 0 || !usable(t, &["deviceId", "streamId", "globalPid"], defs, conn)? {
         return Ok(());
     }

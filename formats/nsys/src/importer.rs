@@ -301,7 +301,7 @@ impl<'c> Importer<'c> {
                 }
                 if self.pending.contains_key(&(src, grow)) {
                     defs.diag
-                        .record(&d::DUPLICATE_CORRELATION, Location::Nowhere);
+                        .record(&d::DUPLICATE_CORRELATION, crate::gpu::location(src, grow));
                     return None;
                 }
                 f.id = defs.new_flow_id();
@@ -353,7 +353,9 @@ impl<'c> Importer<'c> {
                         });
                         self.defer(end);
                     }
-                    None => defs.diag.record(&d::LAUNCH_NOT_FOUND, Location::Nowhere),
+                    None => defs
+                        .diag
+                        .record(&d::LAUNCH_NOT_FOUND, crate::gpu::location(src, rowid)),
                 }
                 Some(event)
             }
@@ -434,12 +436,12 @@ impl<'c> Importer<'c> {
     }
 }
 
-/// Records `kind` once for the rows of `table` it applies to.
+/// Records `kind` for `n` rows of `table`, the first of which is `first`.
 pub fn record_rows(
     defs: &mut Defs,
     kind: &'static DiagKind,
     table: &str,
-    n: u64,
+    (n, first): (u64, i64),
     detail: Option<String>,
 ) {
     defs.diag.record_n(
@@ -447,7 +449,7 @@ pub fn record_rows(
         n,
         Location::Row {
             table: table.to_string(),
-            rowid: 0,
+            rowid: first,
         },
         detail,
     );

@@ -15,7 +15,7 @@ use crate::db::{rowid, sqlite_error, Cols, Schema, Table};
 use crate::identity::GlobalId;
 use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{order_by, range_order, Kind, Query, StreamDef};
+use crate::plan::{order_by, range_order, rows_where, Kind, Query, StreamDef};
 
 pub const PUSH_POP: &str = "59, 70";
 pub const START_END: &str = "60, 71";
@@ -97,9 +97,7 @@ pub fn load_defs(
     );
     let mut stmt = conn.prepare(&sql).map_err(err)?;
     let mut rows = stmt.query([]).map_err(err)?;
-    let mut n = 0u64;
     while let Some(r) = rows.next().map_err(err)? {
-        n += 1;
         let int = |i| r.get::<_, Option<i64>>(i).ok().flatten();
         let (ty, gtid, domain, cat) = (int(0), int(1), int(2), int(3));
         let text: Option<String> = r
@@ -124,23 +122,21 @@ pub fn load_defs(
             _ => {}
         }
     }
-    record_rows(defs, &crate::diag::NVTX_DEFINITION_ROW, &t.name, n, None);
-    let unknown: i64 = conn
-        .query_row(
-            &format!(
-                "SELECT count(*) FROM {} WHERE {} NOT IN ({KNOWN})",
-                t.sql_name(),
-                t.col("eventType")
-            ),
-            [],
-            |r| r.get(0),
-        )
-        .unwrap_or(0);
+    let ty = t.col("eventType");
+    let defined = rows_where(conn, &t, &format!("{ty} IN ({DEFINITIONS})"))?;
+    record_rows(
+        defs,
+        &crate::diag::NVTX_DEFINITION_ROW,
+        &t.name,
+        defined,
+        None,
+    );
+    let unknown = rows_where(conn, &t, &format!("{ty} IS NULL OR {ty} NOT IN ({KNOWN})"))?;
     record_rows(
         defs,
         &crate::diag::NVTX_UNKNOWN_TYPE,
         &t.name,
-        unknown.max(0) as u64,
+        unknown,
         None,
     );
     Ok(nv)

@@ -199,6 +199,26 @@ pub fn is_time_ordered(
     Ok(true)
 }
 
+/// How many rows of `table` match `filter` (SQL), and the rowid of the first one.
+pub fn rows_where(conn: &Connection, table: &Table, filter: &str) -> Result<(u64, i64)> {
+    let sql = format!(
+        "SELECT count(*), coalesce(min(rowid), 0) FROM {} WHERE {filter}",
+        table.sql_name()
+    );
+    conn.query_row(&sql, [], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+        .map(|(n, first)| (n.max(0) as u64, first))
+        .map_err(|e| {
+            sqlite_error(
+                Location::Row {
+                    table: table.name.clone(),
+                    rowid: 0,
+                },
+                "cannot count rows",
+                e,
+            )
+        })
+}
+
 /// The number of rows of a table (for progress and accounting).
 pub fn row_count(conn: &Connection, table: &Table) -> Result<u64> {
     let sql = format!("SELECT count(*) FROM {}", table.sql_name());

@@ -10,7 +10,7 @@ use crate::cpu::usable;
 use crate::db::{Cols, Schema};
 use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{row_count, Kind, Query, StreamDef};
+use crate::plan::{rows_where, Kind, Query, StreamDef};
 use crate::stacks::Chain;
 
 pub fn plans(
@@ -30,8 +30,14 @@ pub fn plans(
         return Ok(());
     }
     if t.has("threadState") || t.has("cpuCycles") {
-        let n = row_count(conn, &t)?;
-        record_rows(defs, &crate::diag::SAMPLE_FIELDS_DROPPED, &t.name, n, None);
+        let all = rows_where(conn, &t, "1")?;
+        record_rows(
+            defs,
+            &crate::diag::SAMPLE_FIELDS_DROPPED,
+            &t.name,
+            all,
+            None,
+        );
     }
     let query = Query::by_time(
         &t,
