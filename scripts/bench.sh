@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Converts generated large traces and prints throughput and peak RSS for each conversion.
-# Usage: scripts/bench.sh [section...]   (sections: chrome; default: all)
+# Usage: scripts/bench.sh [section...]   (sections: chrome nsys; default: all)
 # Inputs are generated under bench-out/ (not committed). Run by `make bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ gen=target/release/tracex-gen
 out=bench-out
 mkdir -p "$out"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(chrome)
+[ ${#sections[@]} -eq 0 ] && sections=(chrome nsys)
 
 # measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, MB/s, peak RSS.
 measure() {
@@ -33,6 +33,21 @@ for s in "${sections[@]}"; do
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
       measure "chrome -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json"
       measure "chrome -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json.gz"
+      ;;
+    nsys)
+      # 1M kernels, 1M runtime calls, 100k NVTX ranges; and a quarter of that, to show that
+      # memory does not grow with the number of rows
+      f=$out/nsys-1m.sqlite q=$out/nsys-250k.sqlite u=$out/nsys-1m-unsorted.sqlite
+      [ -f "$f" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --out "$f"
+      [ -f "$q" ] || "$gen" nsys --kernels 250000 --nvtx 25000 --out "$q"
+      [ -f "$u" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --unsorted --out "$u"
+      echo "== nsys: $(size "$f") bytes, 1M kernels + 1M runtime calls + 100k NVTX ranges"
+      measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
+      measure "nsys 1M -> chrome json, without nvtx-kernel" "$(size "$f")" \
+        "$bin" -q convert -f --activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
+      measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
+      measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
+        "$bin" -q convert -f "$u" "$out/nsys-1m.json"
       ;;
     *) echo "unknown section $s" >&2; exit 2 ;;
   esac

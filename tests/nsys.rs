@@ -175,12 +175,14 @@ INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES
 /// Writes a database from `DDL` plus `sql` and returns its path.
 fn build(dir: &Path, name: &str, sql: &[&str]) -> PathBuf {
     let path = dir.join(name);
-    let conn = Connection::open(&path).unwrap();
-    conn.execute_batch(DDL).unwrap();
-    conn.execute_batch(NAMES).unwrap();
+    let mut conn = Connection::open(&path).unwrap();
+    let tx = conn.transaction().unwrap();
+    tx.execute_batch(DDL).unwrap();
+    tx.execute_batch(NAMES).unwrap();
     for s in sql {
-        conn.execute_batch(s).unwrap();
+        tx.execute_batch(s).unwrap();
     }
+    tx.commit().unwrap();
     path
 }
 
@@ -1065,4 +1067,59 @@ fn registry_lists_nsys_and_its_diagnostics() {
     ] {
         assert!(help.contains(opt), "convert --help lacks {opt}");
     }
+}
+
+#[test]
+fn nvtx_projections_stream_in_time_order_over_many_ranges() {
+    // Enough ranges for many hand-overs from the projection pass to the merge; on thread 101 an
+    // outer range open over everything holds later projections back, thread 102 is flat.
+    let dir = tempfile::tempdir().unwrap();
+    let mut sql = String::from(
+        "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES \
+         (0, 100000000, 59, 'outer', (1<<48)|(100<<24)|101);",
+    );
+    let mut corr = 1000;
+    for i in 0..3000i64 {
+        for (tid, offset) in [(101, 0), (102, 7)] {
+            let start = 1000 + i * 1000 + offset;
+            sql.push_str(&format!(
+                "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES \
+                 ({start}, {}, 59, 'r{tid}', (1<<48)|(100<<24)|{tid});",
+                start + 600
+            ));
+            for k in 0..2 {
+                let t = start + 100 + k * 200;
+                sql.push_str(&format!(
+                    "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES ({t}, {}, 0, (1<<48)|(100<<24)|{tid}, {corr}, 1, 0, NULL);
+                     INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES ({}, {}, 0, 1, {tid}, {corr}, (1<<48)|(100<<24), 4, 4, 1, 1, 1, 1, 1, 1, 8);",
+                    t + 50,
+                    t + 700,
+                    t + 900
+                ));
+                corr += 1;
+            }
+        }
+    }
+    let path = build(dir.path(), "many.sqlite", &[&sql]);
+    let (defs, events) = import(&path, &Default::default());
+    assert_sorted(&events, "many ranges");
+    let projected: Vec<&tracex_ir::Slice> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Slice(s) if defs.opt_str(s.cat) == Some("nvtx_kernel") => Some(s),
+            _ => None,
+        })
+        .collect();
+    // every range launched two kernels: one projection per range, plus the outer one
+    assert_eq!(projected.len(), 6001);
+    let outer = projected
+        .iter()
+        .find(|s| defs.str(s.name) == "outer")
+        .unwrap();
+    assert_eq!((outer.ts, outer.dur), (1800, Some(3001200 - 1800)));
+    let first = projected
+        .iter()
+        .find(|s| defs.str(s.name) == "r102")
+        .unwrap();
+    assert_eq!((first.ts, first.dur), (1807, Some(2207 - 1807)));
 }

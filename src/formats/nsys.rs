@@ -30,8 +30,9 @@ pub static FORMAT: Format = Format {
 pub struct NsysArgs {
     /// What to read from nsys exports, comma-separated (default: all): kernel, memcpy, memset,
     /// sync, cuda-api, graph, cuda-event, nvtx, nvtx-kernel, osrt, samples, sched, metrics,
-    /// memory, cublas, cudnn, mpi, ucx, openacc, openmp, overhead, diagnostics
-    #[arg(long, value_name = "LIST", value_parser = Activities::parse)]
+    /// memory, cublas, cudnn, mpi, ucx, openacc, openmp, overhead, diagnostics; `-name` leaves
+    /// one out (`--activity=-samples,-sched`)
+    #[arg(long, value_name = "LIST", value_parser = Activities::parse, allow_hyphen_values = true)]
     pub activity: Option<Activities>,
 
     /// Keep only NVTX ranges and marks whose name starts with P (repeatable)

@@ -8,9 +8,23 @@ use rusqlite::{Connection, OpenFlags};
 use rustc_hash::FxHashMap;
 use tracex_ir::{Error, Location, Result};
 
+/// Turns off SQLite's allocation statistics, which take a process-wide mutex on every
+/// allocation: the reader threads would contend for it on every row.
+fn configure_sqlite() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: sqlite3_config may be called before SQLite is initialized, which is the case
+        // before the first connection; after that it returns SQLITE_MISUSE and changes nothing.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0);
+        }
+    });
+}
+
 /// Opens `path` read-only and `immutable`: SQLite takes no locks and creates no journal or WAL
 /// files beside the input. Temporary tables and sorts go to the system temp directory.
 pub fn open(path: &Path) -> Result<Connection> {
+    configure_sqlite();
     let uri = format!("file:{}?mode=ro&immutable=1", uri_escape(path));
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI

@@ -22,13 +22,62 @@ const BATCH_ROWS: usize = 256;
 /// Batches a reader may run ahead of the merge.
 const AHEAD: usize = 4;
 
-/// What a reader sends: rows (flat, `columns` values each), or the error that stopped it.
-enum Msg {
+/// The start column (1) of every row received, for tests of readers.
+#[cfg(test)]
+pub fn starts_for_test(rx: std::sync::mpsc::Receiver<Msg>) -> Vec<i64> {
+    let mut starts = Vec::new();
+    for m in rx {
+        if let Msg::Rows { columns, values } = m {
+            for row in values.chunks(columns) {
+                if let SqlValue::Integer(s) = row[1] {
+                    starts.push(s);
+                }
+            }
+        }
+    }
+    starts
+}
+
+/// What a reader sends: rows (flat, `columns` values each), a promise that no later row is
+/// earlier than a time, or the error that stopped it.
+pub enum Msg {
     Rows {
         columns: usize,
         values: Vec<SqlValue>,
     },
+    Watermark(i64),
     Failed(Error),
+}
+
+/// A reader's way to hand rows to the merge, for readers that make their rows themselves.
+pub struct Out<'a> {
+    tx: &'a SyncSender<Msg>,
+    columns: usize,
+}
+
+impl<'a> Out<'a> {
+    /// Sends rows of `columns` values each; false once the merge has stopped.
+    pub fn rows(&self, values: Vec<SqlValue>) -> bool {
+        values.is_empty()
+            || self
+                .tx
+                .send(Msg::Rows {
+                    columns: self.columns,
+                    values,
+                })
+                .is_ok()
+    }
+
+    #[cfg(test)]
+    pub fn for_test(tx: &'a SyncSender<Msg>, columns: usize) -> Out<'a> {
+        Out { tx, columns }
+    }
+
+    /// Promises that no row sent later starts before `ts`, so that the merge may go on with the
+    /// other streams up to it. Dropped when the merge has enough queued (a later one replaces it).
+    pub fn watermark(&self, ts: i64) {
+        let _ = self.tx.try_send(Msg::Watermark(ts));
+    }
 }
 
 /// Runs `def`'s query on a connection of its own and sends the rows.
@@ -39,7 +88,13 @@ fn read(path: &Path, def: &StreamDef, tx: &SyncSender<Msg>) -> Result<()> {
     };
     let conn = db::open(path)?;
     if let Some(pass) = &def.prepare {
-        pass.run(&conn)?;
+        return pass.stream(
+            &conn,
+            &Out {
+                tx,
+                columns: pass.columns(),
+            },
+        );
     }
     let sql = def.query.sql(&conn)?;
     let doing = format!("cannot query table {}", def.table);
@@ -98,9 +153,15 @@ struct Cursor {
     pos: usize,
 }
 
+/// What a cursor yields.
+enum Got<'a> {
+    Row(&'a Row),
+    Watermark(i64),
+}
+
 impl Cursor {
-    /// The next row, or `None` at the end of the stream.
-    fn next(&mut self) -> Result<Option<&Row>> {
+    /// The next row or watermark, or `None` at the end of the stream.
+    fn next(&mut self) -> Result<Option<Got<'_>>> {
         if self.pos >= self.values.len() {
             match self.rx.recv() {
                 Ok(Msg::Rows { columns, values }) => {
@@ -108,20 +169,27 @@ impl Cursor {
                     self.values = values;
                     self.pos = 0;
                 }
+                Ok(Msg::Watermark(ts)) => return Ok(Some(Got::Watermark(ts))),
                 Ok(Msg::Failed(e)) => return Err(e),
                 Err(_) => return Ok(None),
             }
         }
         let row = &self.values[self.pos..self.pos + self.columns];
         self.pos += self.columns;
-        Ok(Some(row))
+        Ok(Some(Got::Row(row)))
     }
+}
+
+/// A stream's next item in the merge: an event, or a watermark that holds the stream's place
+/// (nothing it sends later is earlier) until it sends more.
+enum Item {
+    Event(Event, Hook),
+    Watermark,
 }
 
 struct Head {
     key: OrderKey,
-    event: Event,
-    hook: Hook,
+    item: Item,
 }
 
 /// Decodes rows of stream `i` until one gives an event.
@@ -133,7 +201,23 @@ fn next_head(
     i: usize,
     ctx: &mut ImportCtx,
 ) -> Result<Option<Head>> {
-    while let Some(row) = cursor.next()? {
+    while let Some(got) = cursor.next()? {
+        let row = match got {
+            Got::Row(row) => row,
+            Got::Watermark(ts) => {
+                // before every event at `ts`: slices first, and the longest possible
+                let key = OrderKey {
+                    ts,
+                    class: 0,
+                    neg_dur: i64::MIN,
+                    seq: i as u64,
+                };
+                return Ok(Some(Head {
+                    key,
+                    item: Item::Watermark,
+                }));
+            }
+        };
         ctx.progress.advance(1);
         let rid = rowid(row);
         if def.unique_rowid && *last_rowid == Some(rid) {
@@ -143,7 +227,10 @@ fn next_head(
         match imp.decode(&def.kind, &def.table, row, ctx) {
             Ok(Some((event, hook))) => {
                 let key = OrderKey::of(&event, i as u64);
-                return Ok(Some(Head { key, event, hook }));
+                return Ok(Some(Head {
+                    key,
+                    item: Item::Event(event, hook),
+                }));
             }
             Ok(None) => {}
             Err(Skip::Fatal(e)) => return Err(e),
@@ -208,7 +295,10 @@ fn merge(
                     heap.push(Reverse((h.key, i)));
                 }
                 heads[i] = next;
-                match imp.on_emit(head.event, head.hook, ctx.defs) {
+                let Item::Event(event, hook) = head.item else {
+                    continue; // a watermark: the stream has been asked for more
+                };
+                match imp.on_emit(event, hook, ctx.defs) {
                     Some(e) => e,
                     None => continue,
                 }

@@ -114,15 +114,30 @@ impl Activities {
         self.0 & a.bit() != 0
     }
 
-    /// Parses a comma-separated list (`kernel,nvtx`); `all` stands for every activity.
+    /// Parses a comma-separated list (`kernel,nvtx`); `all` stands for every activity and
+    /// `-name` removes one (a list of removals alone starts from all: `-nvtx-kernel`).
     pub fn parse(list: &str) -> Result<Activities, String> {
-        let mut set = Activities::none();
-        for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let parts: Vec<&str> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let mut set = if parts.iter().all(|p| p.starts_with('-')) && !parts.is_empty() {
+            Activities::all()
+        } else {
+            Activities::none()
+        };
+        for part in parts {
             if part == "all" {
                 set = Activities::all();
                 continue;
             }
-            match Activity::from_name(part) {
+            let (remove, name) = match part.strip_prefix('-') {
+                Some(n) => (true, n),
+                None => (false, part),
+            };
+            match Activity::from_name(name) {
+                Some(a) if remove => set.0 &= !a.bit(),
                 Some(a) => set = set.with(a),
                 None => {
                     let known: Vec<&str> = Activity::ALL.iter().map(|a| a.name()).collect();
@@ -276,6 +291,15 @@ mod tests {
             .unwrap_err()
             .contains("unknown activity"));
         assert!(Activities::parse("").is_err());
+        let b = Activities::parse("-nvtx-kernel").unwrap();
+        assert!(b.contains(Activity::Kernel) && !b.contains(Activity::NvtxKernel));
+        let c = Activities::parse("all,-samples,-sched").unwrap();
+        assert!(
+            c.contains(Activity::Nvtx)
+                && !c.contains(Activity::Samples)
+                && !c.contains(Activity::Sched)
+        );
+        assert!(Activities::parse("-kernel,-all").is_err());
     }
 
     #[test]

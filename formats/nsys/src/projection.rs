@@ -5,10 +5,14 @@
 //! A projected slice starts at its first kernel, which the main pass may reach before the
 //! range's last launch, so projections are computed first ([`Pass`]): one sweep over the ranges
 //! and the kernel launches, both in time order, with a stack of open ranges per thread
-//! (memory: nesting depth). Finished projections go to a temporary SQLite table (in the system
-//! temp directory, never beside the input), which the stream then reads in time order.
+//! (memory: nesting depth). Finished projections wait in a temporary SQLite table (in the system
+//! temp directory, never beside the input) until no earlier one can come, and go to the merge
+//! in time order while the other streams run.
 
-use rusqlite::types::Value as SqlValue;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 use tracex_ir::{Defs, Event, Location, Result, Slice, Value};
@@ -16,6 +20,7 @@ use tracex_ir::{Defs, Event, Location, Result, Slice, Value};
 use crate::db::{sqlite_error, Cols, Row, Schema};
 use crate::identity::GlobalId;
 use crate::importer::{Decoded, Hook, Importer};
+use crate::merge::Out;
 use crate::nvtx::{name_sql, prefix_filter, PUSH_POP};
 use crate::options::Activity;
 use crate::plan::{order_by, Kind, Query, StreamDef};
@@ -114,10 +119,8 @@ pub fn plan(schema: &Schema, imp: &Importer) -> Option<StreamDef> {
     });
     Some(StreamDef {
         table: "tracex_nvtx_projection".into(),
-        query: Query::sorted(format!(
-            "SELECT rowid, start, end, machine, device, name, gtid, nvtx_rowid, kernels \
-             FROM {TABLE} ORDER BY start, end DESC, rowid"
-        )),
+        // the pass makes the rows itself; no query
+        query: Query::sorted(String::new()),
         kind: Kind::Projection,
         unique_rowid: false,
         prepare: Some(Box::new(Pass {
@@ -128,24 +131,73 @@ pub fn plan(schema: &Schema, imp: &Importer) -> Option<StreamDef> {
     })
 }
 
-/// An integer column of an owned row.
-fn int(row: &Row, i: usize) -> Option<i64> {
-    match row.get(i) {
-        Some(SqlValue::Integer(v)) => Some(*v),
+/// An integer column of a row, `None` for anything else.
+fn int(row: &rusqlite::Row, i: usize) -> Option<i64> {
+    match row.get_ref(i) {
+        Ok(ValueRef::Integer(v)) => Some(v),
         _ => None,
     }
 }
 
-/// Reads one row of `rows` into an owned row.
-fn next_row(rows: &mut rusqlite::Rows) -> rusqlite::Result<Option<Vec<SqlValue>>> {
-    let Some(r) = rows.next()? else {
-        return Ok(None);
-    };
-    let n = r.as_ref().column_count();
-    (0..n)
-        .map(|i| r.get::<_, SqlValue>(i))
-        .collect::<rusqlite::Result<_>>()
-        .map(Some)
+/// A push/pop range as the pass reads it.
+struct RangeRow {
+    rowid: i64,
+    start: i64,
+    end: Option<i64>,
+    gtid: i64,
+    name: String,
+}
+
+/// A kernel launch: the call's start and thread, the kernel's start, end, device, process.
+#[derive(Clone, Copy)]
+struct LaunchRow {
+    ts: i64,
+    gtid: i64,
+    ks: i64,
+    ke: Option<i64>,
+    device: i64,
+    gpid: i64,
+}
+
+/// The next usable range (rowid, start, end, gtid, name); rows without a time or thread are
+/// skipped (the main pass counts them).
+fn next_range(rows: &mut rusqlite::Rows) -> rusqlite::Result<Option<RangeRow>> {
+    while let Some(r) = rows.next()? {
+        if let (Some(rowid), Some(start), Some(gtid)) = (int(r, 0), int(r, 1), int(r, 3)) {
+            let name = match r.get_ref(4)? {
+                ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                _ => "[unnamed NVTX range]".into(),
+            };
+            return Ok(Some(RangeRow {
+                rowid,
+                start,
+                end: int(r, 2),
+                gtid,
+                name,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// The next usable launch (r.rowid, r.start, r.globalTid, k.start, k.end, k.deviceId,
+/// k.globalPid).
+fn next_launch(rows: &mut rusqlite::Rows) -> rusqlite::Result<Option<LaunchRow>> {
+    while let Some(r) = rows.next()? {
+        if let (Some(ts), Some(gtid), Some(ks), Some(device), Some(gpid)) =
+            (int(r, 1), int(r, 2), int(r, 3), int(r, 5), int(r, 6))
+        {
+            return Ok(Some(LaunchRow {
+                ts,
+                gtid,
+                ks,
+                ke: int(r, 4),
+                device,
+                gpid,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// Pops the ranges of `gtid` that ended at or before `ts`.
@@ -181,95 +233,241 @@ fn cover(stack: &mut [Open], gpu: (i64, i64), ks: i64, ke: i64) {
     }
 }
 
+/// A finished projection waiting for its turn, ordered as the merge orders slices.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Finished {
+    start: i64,
+    neg_end: std::cmp::Reverse<i64>,
+    nvtx_rowid: i64,
+    machine: i64,
+    device: i64,
+    gtid: i64,
+    kernels: i64,
+    name: String,
+}
+
+impl Finished {
+    /// The row the merge receives (no table row: rowid 0).
+    fn row(self) -> [SqlValue; 9] {
+        [
+            SqlValue::Integer(0),
+            SqlValue::Integer(self.start),
+            SqlValue::Integer(self.neg_end.0),
+            SqlValue::Integer(self.machine),
+            SqlValue::Integer(self.device),
+            SqlValue::Text(self.name),
+            SqlValue::Integer(self.gtid),
+            SqlValue::Integer(self.nvtx_rowid),
+            SqlValue::Integer(self.kernels),
+        ]
+    }
+}
+
+/// Projections are handed to the merge every this many input rows.
+const RELEASE_EVERY: u32 = 1024;
+/// Finished projections kept in memory before they go to the temporary table (when a long
+/// range holds many later ones back).
+const SPILL_AT: usize = 1 << 16;
+
+/// The columns of a projection row as the merge receives it.
+const COLUMNS: &str = "rowid, start, end, machine, device, name, gtid, nvtx_rowid, kernels";
+
+/// Finished projections until their turn: a heap in memory, spilling to a temporary table.
+struct Waiting<'c> {
+    heap: BinaryHeap<Reverse<Finished>>,
+    spill_at: usize,
+    spilled: bool,
+    insert: rusqlite::Statement<'c>,
+    ready: rusqlite::Statement<'c>,
+    forget: rusqlite::Statement<'c>,
+}
+
+impl<'c> Waiting<'c> {
+    fn new(conn: &'c Connection, spill_at: usize) -> rusqlite::Result<Waiting<'c>> {
+        conn.execute_batch(&format!(
+            "DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} (start INTEGER, end INTEGER, \
+             machine INTEGER, device INTEGER, name TEXT, gtid INTEGER, nvtx_rowid INTEGER, \
+             kernels INTEGER); CREATE INDEX {TABLE}_order ON tracex_nvtx_projection \
+             (start, end DESC, nvtx_rowid)"
+        ))?;
+        Ok(Waiting {
+            heap: BinaryHeap::new(),
+            spill_at,
+            spilled: false,
+            insert: conn.prepare(&format!(
+                "INSERT INTO {TABLE} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            ))?,
+            ready: conn.prepare(&format!(
+                "SELECT {COLUMNS} FROM {TABLE} WHERE start < ?1 ORDER BY start, end DESC, nvtx_rowid"
+            ))?,
+            forget: conn.prepare(&format!("DELETE FROM {TABLE} WHERE start < ?1"))?,
+        })
+    }
+
+    fn add(&mut self, o: Open) -> rusqlite::Result<()> {
+        for c in o.gpus {
+            self.heap.push(Reverse(Finished {
+                start: c.first,
+                neg_end: Reverse(c.last),
+                nvtx_rowid: o.rowid,
+                machine: c.gpu.0,
+                device: c.gpu.1,
+                gtid: o.gtid,
+                kernels: c.kernels,
+                name: o.name.clone(),
+            }));
+        }
+        if self.heap.len() >= self.spill_at {
+            self.spilled = true;
+            for Reverse(f) in self.heap.drain() {
+                self.insert.execute(rusqlite::params![
+                    f.start,
+                    f.neg_end.0,
+                    f.machine,
+                    f.device,
+                    f.name,
+                    f.gtid,
+                    f.nvtx_rowid,
+                    f.kernels
+                ])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends every waiting projection that starts before `below`, in order, then a watermark;
+    /// false once the merge has stopped.
+    fn release(&mut self, below: i64, out: &Out) -> rusqlite::Result<bool> {
+        let mut from_table = Vec::new();
+        if self.spilled {
+            let mut rows = self.ready.query([below])?;
+            while let Some(r) = rows.next()? {
+                from_table.push(Finished {
+                    start: int(r, 1).unwrap_or(0),
+                    neg_end: Reverse(int(r, 2).unwrap_or(0)),
+                    machine: int(r, 3).unwrap_or(0),
+                    device: int(r, 4).unwrap_or(0),
+                    name: r.get::<_, String>(5)?,
+                    gtid: int(r, 6).unwrap_or(0),
+                    nvtx_rowid: int(r, 7).unwrap_or(0),
+                    kernels: int(r, 8).unwrap_or(0),
+                });
+            }
+            self.forget.execute([below])?;
+        }
+        let mut values = Vec::new();
+        let mut table = from_table.into_iter().peekable();
+        loop {
+            let from_heap = match (self.heap.peek(), table.peek()) {
+                (Some(Reverse(h)), Some(t)) if h.start < below => h < t,
+                (Some(Reverse(h)), None) if h.start < below => true,
+                (_, Some(_)) => false,
+                _ => break,
+            };
+            let f = match from_heap {
+                true => self.heap.pop().expect("peeked").0,
+                false => table.next().expect("peeked"),
+            };
+            values.extend(f.row());
+            if values.len() >= 9 * 256 && !out.rows(std::mem::take(&mut values)) {
+                return Ok(false);
+            }
+        }
+        if !out.rows(values) {
+            return Ok(false);
+        }
+        out.watermark(below);
+        Ok(true)
+    }
+}
+
 impl Pass {
-    /// Computes the projections into the temporary table of `conn`.
-    pub fn run(&self, conn: &Connection) -> Result<()> {
+    /// Columns per row sent.
+    pub fn columns(&self) -> usize {
+        COLUMNS.split(',').count()
+    }
+
+    /// Sweeps ranges and launches, and hands finished projections to the merge in time order
+    /// as soon as no later one can start earlier: a projection's start is its first kernel's,
+    /// and a kernel starts after its launch, so nothing still to come starts before the
+    /// sweep's position or before the first kernel of a range still open.
+    pub fn stream(&self, conn: &Connection, out: &Out) -> Result<()> {
         let at = Location::Row {
             table: self.table.clone(),
             rowid: 0,
         };
         let err = |e| sqlite_error(at.clone(), "cannot project NVTX ranges onto kernels", e);
-        conn.execute_batch(&format!(
-            "DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} (start INTEGER, end INTEGER, \
-             machine INTEGER, device INTEGER, name TEXT, gtid INTEGER, nvtx_rowid INTEGER, \
-             kernels INTEGER)"
-        ))
-        .map_err(err)?;
+        let mut waiting = Waiting::new(conn, SPILL_AT).map_err(err)?;
         let mut ranges_stmt = conn.prepare(self.ranges.sql(conn)?).map_err(err)?;
         let mut launch_stmt = conn.prepare(self.launches.sql(conn)?).map_err(err)?;
-        let mut insert = conn
-            .prepare(&format!(
-                "INSERT INTO {TABLE} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
-            ))
-            .map_err(err)?;
         let mut ranges = ranges_stmt
             .query(rusqlite::params_from_iter(self.ranges.params.iter()))
             .map_err(err)?;
         let mut launches = launch_stmt.query([]).map_err(err)?;
-        let mut finish = |o: Open| -> rusqlite::Result<()> {
-            for c in o.gpus {
-                insert.execute(rusqlite::params![
-                    c.first, c.last, c.gpu.0, c.gpu.1, o.name, o.gtid, o.rowid, c.kernels
-                ])?;
-            }
-            Ok(())
-        };
         let mut open: FxHashMap<i64, Vec<Open>> = FxHashMap::default();
         let mut done = Vec::new();
-        // rows: ranges (rowid, start, end, gtid, name); launches (rowid, start, gtid, k.start,
-        // k.end, k.device, k.globalPid)
-        let mut range = next_row(&mut ranges).map_err(err)?;
-        let mut launch = next_row(&mut launches).map_err(err)?;
+        let mut since_release = 0;
+        let mut range = next_range(&mut ranges).map_err(err)?;
+        let mut launch = next_launch(&mut launches).map_err(err)?;
         loop {
-            let take_range = match (&range, &launch) {
+            // at equal times the range comes first: a launch at its start is inside it
+            let now = match (&range, &launch) {
                 (None, None) => break,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                // at equal times the range comes first: a launch at its start is inside it
-                (Some(n), Some(l)) => {
-                    int(n, 1).unwrap_or(i64::MIN) <= int(l, 1).unwrap_or(i64::MIN)
-                }
+                (Some(n), Some(l)) if n.start <= l.ts => n.start,
+                (Some(n), None) => n.start,
+                (_, Some(l)) => l.ts,
             };
-            if take_range {
+            if range.as_ref().is_some_and(|n| n.start == now) {
                 let n = range.take().expect("a range");
-                if let (Some(rowid), Some(start), Some(gtid)) = (int(&n, 0), int(&n, 1), int(&n, 3))
-                {
-                    close(&mut open, gtid, start, &mut done);
-                    let name = match n.get(4) {
-                        Some(SqlValue::Text(t)) => t.clone(),
-                        _ => "[unnamed NVTX range]".into(),
-                    };
-                    open.entry(gtid).or_default().push(Open {
-                        end: int(&n, 2).unwrap_or(i64::MAX),
-                        rowid,
-                        gtid,
-                        name,
-                        gpus: Vec::new(),
-                    });
-                }
-                range = next_row(&mut ranges).map_err(err)?;
+                close(&mut open, n.gtid, n.start, &mut done);
+                open.entry(n.gtid).or_default().push(Open {
+                    end: n.end.unwrap_or(i64::MAX),
+                    rowid: n.rowid,
+                    gtid: n.gtid,
+                    name: n.name,
+                    gpus: Vec::new(),
+                });
+                range = next_range(&mut ranges).map_err(err)?;
             } else {
                 let l = launch.take().expect("a launch");
-                if let (Some(ts), Some(gtid), Some(ks), Some(dev), Some(gpid)) =
-                    (int(&l, 1), int(&l, 2), int(&l, 3), int(&l, 5), int(&l, 6))
-                {
-                    close(&mut open, gtid, ts, &mut done);
-                    if let Some(stack) = open.get_mut(&gtid) {
-                        let ke = int(&l, 4).unwrap_or(ks).max(ks);
-                        cover(stack, (GlobalId(gpid).machine(), dev), ks, ke);
-                    }
+                close(&mut open, l.gtid, l.ts, &mut done);
+                // GPU work that starts before its launch gets no flow either; leaving it out
+                // keeps every projection at or after the sweep position.
+                if let (Some(stack), true) = (open.get_mut(&l.gtid), l.ks > l.ts) {
+                    let ke = l.ke.unwrap_or(l.ks).max(l.ks);
+                    cover(stack, (GlobalId(l.gpid).machine(), l.device), l.ks, ke);
                 }
-                launch = next_row(&mut launches).map_err(err)?;
+                launch = next_launch(&mut launches).map_err(err)?;
             }
             for o in done.drain(..) {
-                finish(o).map_err(err)?;
+                waiting.add(o).map_err(err)?;
+            }
+            since_release += 1;
+            if since_release >= RELEASE_EVERY {
+                since_release = 0;
+                // ranges of quiet threads end too
+                let threads: Vec<i64> = open.keys().copied().collect();
+                for gtid in threads {
+                    close(&mut open, gtid, now, &mut done);
+                }
+                for o in done.drain(..) {
+                    waiting.add(o).map_err(err)?;
+                }
+                let open_first = open
+                    .values()
+                    .flatten()
+                    .flat_map(|o| o.gpus.iter().map(|c| c.first))
+                    .min()
+                    .unwrap_or(i64::MAX);
+                if !waiting.release(now.min(open_first), out).map_err(err)? {
+                    return Ok(());
+                }
             }
         }
-        let mut rest: Vec<Open> = open.into_values().flatten().collect();
-        rest.sort_by_key(|o| o.rowid);
-        for o in rest {
-            finish(o).map_err(err)?;
+        for o in open.into_values().flatten() {
+            waiting.add(o).map_err(err)?;
         }
+        waiting.release(i64::MAX, out).map_err(err)?;
         Ok(())
     }
 }
@@ -299,5 +497,46 @@ impl Importer<'_> {
         s.color = self.color_of(defs, name);
         s.args = args;
         Ok(Some((Event::Slice(s), Hook::None)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_range(rowid: i64, first: i64, last: i64) -> Open {
+        Open {
+            end: last,
+            rowid,
+            gtid: 7,
+            name: format!("r{rowid}"),
+            gpus: vec![Coverage {
+                gpu: (1, 0),
+                first,
+                last,
+                kernels: 1,
+            }],
+        }
+    }
+
+    #[test]
+    fn waiting_projections_leave_in_order_from_memory_and_the_spill() {
+        let conn = Connection::open_in_memory().unwrap();
+        let mut w = Waiting::new(&conn, 4).unwrap();
+        // eleven projections in scrambled order; the heap spills twice
+        for (i, start) in [50, 10, 30, 10, 70, 20, 60, 40, 90, 80, 5]
+            .into_iter()
+            .enumerate()
+        {
+            w.add(open_range(i as i64, start, start + 100 - i as i64))
+                .unwrap();
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel(64);
+        let out = Out::for_test(&tx, 9);
+        assert!(w.release(45, &out).unwrap());
+        assert!(w.release(i64::MAX, &out).unwrap());
+        drop(tx);
+        let starts = crate::merge::starts_for_test(rx);
+        assert_eq!(starts, vec![5, 10, 10, 20, 30, 40, 50, 60, 70, 80, 90]);
     }
 }
