@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand};
     version,
     about = "Convert GPU and CPU performance traces between formats, without losing data",
     long_about = "Convert GPU and CPU performance traces between formats, without losing data.\n\n\
-Inputs are recognised by their content (gzip is undone transparently): Chrome Trace Event JSON.\n\
+Inputs are recognised by their content (gzip is undone transparently): Chrome Trace Event JSON,\n\
+Nsight Systems SQLite exports.\n\
 Outputs are chosen by --to or by the output's file name: .json / .json.gz (Chrome JSON).\n\n\
 Examples:\n  tracex convert trace.json.gz out.json\n  tracex info trace.json\n  tracex dump trace.json | less\n  tracex formats",
     propagate_version = true

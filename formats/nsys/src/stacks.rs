@@ -123,11 +123,11 @@ impl<'c> Callchains<'c> {
         };
         let mut rows = stmt
             .query([id + self.offsets[c as usize]])
-            .map_err(|e| sqlite_error(at(), "cannot read a callchain", e))?;
+            .map_err(|e| sqlite_error(at(), &format!("cannot read callchain {id}"), e))?;
         let mut cur: Option<StackId> = None;
         while let Some(row) = rows
             .next()
-            .map_err(|e| sqlite_error(at(), "cannot read a callchain", e))?
+            .map_err(|e| sqlite_error(at(), &format!("cannot read callchain {id}"), e))?
         {
             let name = frame_text(row.get_ref(0).ok(), strings, defs);
             let module = match row.get_ref(1).ok() {
