@@ -9,71 +9,108 @@
 use crate::db::Row;
 use tracex_ir::{Defs, Event, FlowBind, FlowId, FlowPoint, FlowRole};
 
-use crate::db::{Cols, Schema};
-use crate::gpu::GPU_TABLES;
+use std::sync::Arc;
+
+use crate::db::{Cols, Schema, Table};
+use crate::gpu::{GPU_TABLES, SRC_KERNEL};
 use crate::importer::{Decoded, Hook, Importer, Skip};
 use crate::plan::{order_by, Kind, Query, StreamDef};
+use crate::spool::Spool;
 
-/// The GPU columns a launch reads to know that its GPU row will be emitted: the ones
-/// [`Importer::decode_gpu`] rejects a row for.
-const GPU_CHECKED: &[&str] = &["start", "end", "deviceId", "contextId", "streamId"];
+/// The GPU columns a launch reads to know that its GPU row will be emitted (the ones
+/// [`Importer::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass).
+const GPU_COLUMNS: &[&str] = &[
+    "start",
+    "end",
+    "deviceId",
+    "contextId",
+    "streamId",
+    "globalPid",
+];
 
-/// One launch stream per GPU table that has correlation ids, when the API calls are read
-/// (`api`). The join is driven by the API table, so it is in time order when that table is.
-pub fn plans(schema: &Schema, imp: &mut Importer, api: bool, out: &mut Vec<StreamDef>) {
-    if !api {
-        return;
-    }
-    let Some(r) = schema.table("CUPTI_ACTIVITY_KIND_RUNTIME") else {
-        return;
-    };
-    if !r.has("correlationId") {
-        return;
-    }
+/// Columns of a launch row: r.rowid, r.start, r.globalTid, g.rowid, then [`GPU_COLUMNS`].
+pub const LAUNCH_COLUMNS: usize = 4 + GPU_COLUMNS.len();
+
+/// The API and GPU tables of launches of `gpu`, when both have what a join needs.
+pub fn tables(schema: &Schema, gpu: &str) -> Option<(Table, Table)> {
+    let r = schema.table("CUPTI_ACTIVITY_KIND_RUNTIME")?;
+    let g = schema.table(gpu)?;
+    let ok = r.has("correlationId") && r.has("start") && r.has("globalTid");
+    let ok = ok && g.has("correlationId") && g.has("globalPid") && g.has("start");
+    ok.then_some((r, g))
+}
+
+/// The launches of GPU table `g` by API table `r`, joined on (process, correlationId), in
+/// API-call order. CROSS JOIN keeps the API table as the outer loop, so the join is in time
+/// order when that table is stored in time order.
+pub fn launch_query(r: &Table, g: &Table) -> Query {
     let rc = |c: &str| format!("r.{}", r.col(c));
-    let class_filter = if r.has("eventClass") {
+    let gc = |c: &str| format!("g.{}", g.col(c));
+    let class = if r.has("eventClass") {
         format!(" AND {} IN (0, 1)", rc("eventClass"))
     } else {
         String::new()
     };
+    let select = format!(
+        "SELECT r.rowid, {rs}, {rt}, g.rowid, {gcols} FROM {rn} r CROSS JOIN {gn} g \
+         ON {gk} = {rk} AND ({gp} >> 24) = ({rt} >> 24) WHERE 1{class}",
+        rs = rc("start"),
+        rt = rc("globalTid"),
+        rk = rc("correlationId"),
+        gcols = GPU_COLUMNS
+            .iter()
+            .map(|c| gc(c))
+            .collect::<Vec<_>>()
+            .join(", "),
+        gk = gc("correlationId"),
+        gp = gc("globalPid"),
+        rn = r.sql_name(),
+        gn = g.sql_name(),
+    );
+    let keys = format!("{}, r.rowid, g.rowid", rc("start"));
+    Query::ordered(r, "start", Some("end"), |sorted| {
+        format!("{select}{}", order_by(sorted, &keys))
+    })
+}
+
+/// Whether the kernel launches are read for flows (the nvtx-kernel pass then shares them).
+pub fn kernel_launches_wanted(schema: &Schema, imp: &Importer, api: bool) -> bool {
+    api && imp
+        .opts
+        .activities
+        .contains(crate::options::Activity::Kernel)
+        && tables(schema, "CUPTI_ACTIVITY_KIND_KERNEL").is_some()
+}
+
+/// One launch stream per GPU table that has correlation ids, when the API calls are read
+/// (`api`). The kernel launches come from `kernel_spool` when the nvtx-kernel pass reads them.
+pub fn plans(
+    schema: &Schema,
+    imp: &mut Importer,
+    api: bool,
+    kernel_spool: Option<Arc<Spool>>,
+    out: &mut Vec<StreamDef>,
+) {
+    if !api {
+        return;
+    }
     for spec in GPU_TABLES {
         if !imp.opts.activities.contains(spec.activity) {
             continue;
         }
-        let Some(g) = schema.table(spec.table) else {
+        let Some((r, g)) = tables(schema, spec.table) else {
             continue;
         };
-        if !g.has("correlationId") || !g.has("globalPid") || !g.has("start") {
-            continue;
-        }
-        let gc = |c: &str| format!("g.{}", g.col(c));
-        // CROSS JOIN keeps the API table as the outer loop: its order is the stream's order.
-        let select = format!(
-            "SELECT r.rowid, {rs}, {rt}, g.rowid, {gcols} FROM {rn} r CROSS JOIN {gn} g \
-             ON {gk} = {rk} AND ({gp} >> 24) = ({rt} >> 24) WHERE 1{class_filter}",
-            rs = rc("start"),
-            rt = rc("globalTid"),
-            rk = rc("correlationId"),
-            gcols = GPU_CHECKED
-                .iter()
-                .map(|c| gc(c))
-                .collect::<Vec<_>>()
-                .join(", "),
-            gk = gc("correlationId"),
-            gp = gc("globalPid"),
-            rn = r.sql_name(),
-            gn = g.sql_name(),
-        );
-        let keys = format!("{}, r.rowid, g.rowid", rc("start"));
-        let query = Query::ordered(&r, "start", Some("end"), |sorted| {
-            format!("{select}{}", order_by(sorted, &keys))
-        });
         let src = spec.src as usize;
         if imp.flow_sources.len() <= src {
             imp.flow_sources.resize(src + 1, false);
         }
         imp.flow_sources[src] = true;
-        out.push(StreamDef::new(&r, query, Kind::Launch { src: spec.src }));
+        let kind = Kind::Launch { src: spec.src };
+        match (&kernel_spool, spec.src == SRC_KERNEL) {
+            (Some(spool), true) => out.push(StreamDef::spooled(&r.name, spool.clone(), kind)),
+            _ => out.push(StreamDef::new(&r, launch_query(&r, &g), kind)),
+        }
     }
 }
 

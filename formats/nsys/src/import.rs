@@ -51,9 +51,16 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
     let api = cpu::cuda_api_plan(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
     cpu::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
     gpu::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
-    flows::plans(&schema, &mut imp, api, &mut streams);
+    let share = flows::kernel_launches_wanted(&schema, &imp, api);
+    let mut passes = Vec::new();
+    let mut kernel_spool = None;
+    if let Some((stream, pass)) = projection::plan(&schema, &imp, share)? {
+        kernel_spool = pass.launch_spool.clone();
+        streams.push(stream);
+        passes.push(pass);
+    }
+    flows::plans(&schema, &mut imp, api, kernel_spool, &mut streams);
     nvtx::plans(&schema, &imp, &mut streams);
-    streams.extend(projection::plan(&schema, &imp));
     samples::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
     instants::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
     counters::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
@@ -67,7 +74,7 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
     ctx.progress.set_total(total);
     ctx.progress.set_done(0);
 
-    merge::run(&mut imp, path, &streams, ctx)?;
+    merge::run(&mut imp, path, &streams, &passes, ctx)?;
     if imp.pending_launches() > 0 {
         return Err(Error::invalid(
             at,

@@ -25,6 +25,7 @@ mod plan;
 mod projection;
 mod samples;
 pub mod sniff;
+mod spool;
 mod stacks;
 mod strings;
 mod tables;

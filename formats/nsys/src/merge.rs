@@ -15,95 +15,45 @@ use tracex_ir::{Error, Event, ImportCtx, Location, Result};
 
 use crate::db::{self, rowid, sqlite_error, Row};
 use crate::importer::{Hook, Importer, Skip};
-use crate::plan::StreamDef;
+use crate::plan::{Orders, Query, Source, StreamDef};
+use crate::projection::Pass;
+use crate::spool::{Next, SpoolReader};
 
 /// Rows per batch sent from a reader.
 const BATCH_ROWS: usize = 256;
 /// Batches a reader may run ahead of the merge.
 const AHEAD: usize = 4;
 
-/// The start column (1) of every row received, for tests of readers.
-#[cfg(test)]
-pub fn starts_for_test(rx: std::sync::mpsc::Receiver<Msg>) -> Vec<i64> {
-    let mut starts = Vec::new();
-    for m in rx {
-        if let Msg::Rows { columns, values } = m {
-            for row in values.chunks(columns) {
-                if let SqlValue::Integer(s) = row[1] {
-                    starts.push(s);
-                }
-            }
-        }
-    }
-    starts
-}
-
-/// What a reader sends: rows (flat, `columns` values each), a promise that no later row is
-/// earlier than a time, or the error that stopped it.
-pub enum Msg {
+/// What a reader sends: rows (flat, `columns` values each), or the error that stopped it.
+enum Msg {
     Rows {
         columns: usize,
         values: Vec<SqlValue>,
     },
-    Watermark(i64),
     Failed(Error),
 }
 
-/// A reader's way to hand rows to the merge, for readers that make their rows themselves.
-pub struct Out<'a> {
-    tx: &'a SyncSender<Msg>,
-    columns: usize,
-}
-
-impl<'a> Out<'a> {
-    /// Sends rows of `columns` values each; false once the merge has stopped.
-    pub fn rows(&self, values: Vec<SqlValue>) -> bool {
-        values.is_empty()
-            || self
-                .tx
-                .send(Msg::Rows {
-                    columns: self.columns,
-                    values,
-                })
-                .is_ok()
-    }
-
-    #[cfg(test)]
-    pub fn for_test(tx: &'a SyncSender<Msg>, columns: usize) -> Out<'a> {
-        Out { tx, columns }
-    }
-
-    /// Promises that no row sent later starts before `ts`, so that the merge may go on with the
-    /// other streams up to it. Dropped when the merge has enough queued (a later one replaces it).
-    pub fn watermark(&self, ts: i64) {
-        let _ = self.tx.try_send(Msg::Watermark(ts));
-    }
-}
-
 /// Runs `def`'s query on a connection of its own and sends the rows.
-fn read(path: &Path, def: &StreamDef, tx: &SyncSender<Msg>) -> Result<()> {
+fn read(
+    path: &Path,
+    def: &StreamDef,
+    query: &Query,
+    orders: &Orders,
+    tx: &SyncSender<Msg>,
+) -> Result<()> {
     let at = || Location::Row {
         table: def.table.clone(),
         rowid: 0,
     };
     let conn = db::open(path)?;
-    if let Some(pass) = &def.prepare {
-        return pass.stream(
-            &conn,
-            &Out {
-                tx,
-                columns: pass.columns(),
-            },
-        );
-    }
-    let sql = def.query.sql(&conn)?;
+    let sql = query.sql(&conn, orders);
     let doing = format!("cannot query table {}", def.table);
     let mut stmt = conn
         .prepare(sql)
         .map_err(|e| sqlite_error(at(), &doing, e))?;
     let columns = stmt.column_count();
     let mut rows = stmt
-        .query(rusqlite::params_from_iter(def.query.params.iter()))
+        .query(rusqlite::params_from_iter(query.params.iter()))
         .map_err(|e| sqlite_error(at(), &doing, e))?;
     let mut values = Vec::with_capacity(BATCH_ROWS * columns);
     let mut last = 0;
@@ -146,8 +96,14 @@ fn read(path: &Path, def: &StreamDef, tx: &SyncSender<Msg>) -> Result<()> {
 }
 
 /// The merge's end of one reader.
-struct Cursor {
-    rx: Receiver<Msg>,
+/// Where a cursor's rows come from.
+enum Feed<'a> {
+    Channel(Receiver<Msg>),
+    Spool(SpoolReader<'a>, usize),
+}
+
+struct Cursor<'a> {
+    feed: Feed<'a>,
     columns: usize,
     values: Vec<SqlValue>,
     pos: usize,
@@ -159,20 +115,25 @@ enum Got<'a> {
     Watermark(i64),
 }
 
-impl Cursor {
+impl Cursor<'_> {
     /// The next row or watermark, or `None` at the end of the stream.
     fn next(&mut self) -> Result<Option<Got<'_>>> {
         if self.pos >= self.values.len() {
-            match self.rx.recv() {
-                Ok(Msg::Rows { columns, values }) => {
-                    self.columns = columns;
-                    self.values = values;
-                    self.pos = 0;
-                }
-                Ok(Msg::Watermark(ts)) => return Ok(Some(Got::Watermark(ts))),
-                Ok(Msg::Failed(e)) => return Err(e),
-                Err(_) => return Ok(None),
-            }
+            let (columns, values) = match &mut self.feed {
+                Feed::Channel(rx) => match rx.recv() {
+                    Ok(Msg::Rows { columns, values }) => (columns, values),
+                    Ok(Msg::Failed(e)) => return Err(e),
+                    Err(_) => return Ok(None),
+                },
+                Feed::Spool(reader, columns) => match reader.next()? {
+                    Next::Rows(values) => (*columns, values),
+                    Next::Watermark(ts) => return Ok(Some(Got::Watermark(ts))),
+                    Next::End => return Ok(None),
+                },
+            };
+            self.columns = columns;
+            self.values = values;
+            self.pos = 0;
         }
         let row = &self.values[self.pos..self.pos + self.columns];
         self.pos += self.columns;
@@ -240,23 +201,48 @@ fn next_head(
     Ok(None)
 }
 
-/// Runs every stream to its end, pushing events to `ctx` in the total order.
-pub fn run(imp: &mut Importer, path: &Path, defs: &[StreamDef], ctx: &mut ImportCtx) -> Result<()> {
+/// Runs every stream to its end, pushing events to `ctx` in the total order. `passes` (the
+/// nvtx-kernel pass) run on threads of their own and write the spools some streams read.
+pub fn run(
+    imp: &mut Importer,
+    path: &Path,
+    defs: &[StreamDef],
+    passes: &[Pass],
+    ctx: &mut ImportCtx,
+) -> Result<()> {
+    let orders = Orders::default();
+    let orders = &orders;
     std::thread::scope(|scope| {
-        let mut cursors = Vec::with_capacity(defs.len());
-        for def in defs {
-            let (tx, rx) = sync_channel(AHEAD);
-            let reader = move || {
-                if let Err(e) = read(path, def, &tx) {
-                    let _ = tx.send(Msg::Failed(e));
-                }
+        for pass in passes {
+            let producer = move || match db::open(path) {
+                Ok(conn) => pass.run(&conn, orders),
+                Err(e) => pass.fail(&e.to_string()),
             };
             std::thread::Builder::new()
-                .name(format!("nsys {}", def.table))
-                .spawn_scoped(scope, reader)
+                .name("nsys nvtx-kernel".into())
+                .spawn_scoped(scope, producer)
                 .map_err(Error::Io)?;
+        }
+        let mut cursors = Vec::with_capacity(defs.len());
+        for def in defs {
+            let feed = match &def.source {
+                Source::Query(query) => {
+                    let (tx, rx) = sync_channel(AHEAD);
+                    let reader = move || {
+                        if let Err(e) = read(path, def, query, orders, &tx) {
+                            let _ = tx.send(Msg::Failed(e));
+                        }
+                    };
+                    std::thread::Builder::new()
+                        .name(format!("nsys {}", def.table))
+                        .spawn_scoped(scope, reader)
+                        .map_err(Error::Io)?;
+                    Feed::Channel(rx)
+                }
+                Source::Spool(spool) => Feed::Spool(spool.reader()?, spool.columns()),
+            };
             cursors.push(Cursor {
-                rx,
+                feed,
                 columns: 0,
                 values: Vec::new(),
                 pos: 0,

@@ -3,11 +3,15 @@
 //! read as stored; otherwise SQLite sorts it (spilling to temporary files). Which of the two
 //! is decided on the stream's own reader thread, by [`is_time_ordered`].
 
+use std::sync::{Arc, OnceLock};
+
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
+use rustc_hash::FxHashMap;
 use tracex_ir::{Location, Result};
 
 use crate::db::{sqlite_error, Table};
+use crate::spool::Spool;
 
 /// How the rows of a stream become events.
 #[derive(Clone, Debug)]
@@ -86,46 +90,75 @@ impl Query {
         })
     }
 
-    /// A query that always sorts.
-    pub fn sorted(sql: String) -> Query {
-        Query {
-            scan: sql.clone(),
-            sort: sql,
-            check: None,
-            params: Vec::new(),
-        }
-    }
-
     /// The SQL to run on `conn`: the scan when the driving table is in order.
-    pub fn sql(&self, conn: &Connection) -> Result<&str> {
+    pub fn sql(&self, conn: &Connection, orders: &Orders) -> &str {
         match &self.check {
-            Some(c) if is_time_ordered(conn, &c.table, c.ts, c.end)? => Ok(&self.scan),
-            _ => Ok(&self.sort),
+            Some(c) if orders.is_time_ordered(conn, c) => &self.scan,
+            _ => &self.sort,
         }
     }
 }
 
-/// One query feeding the merge.
-#[derive(Debug)]
+/// Which tables are stored in time order, found once per table and time column and shared by
+/// the reader threads (the first to ask checks; the others wait for its answer).
+#[derive(Default)]
+pub struct Orders {
+    cells: std::sync::Mutex<FxHashMap<OrderOf, Arc<OnceLock<bool>>>>,
+}
+
+/// A table and its time column.
+type OrderOf = (String, &'static str);
+
+impl Orders {
+    /// Whether `c.table` is in order; a table that cannot be read is taken as unordered (the
+    /// sorting query will report the problem).
+    pub fn is_time_ordered(&self, conn: &Connection, c: &OrderCheck) -> bool {
+        let cell = {
+            let mut cells = self.cells.lock().unwrap_or_else(|p| p.into_inner());
+            cells
+                .entry((c.table.name.clone(), c.ts))
+                .or_default()
+                .clone()
+        };
+        *cell.get_or_init(|| is_time_ordered(conn, &c.table, c.ts, c.end).unwrap_or(false))
+    }
+}
+
+/// Where a stream's rows come from.
+pub enum Source {
+    /// A query, run on the stream's own reader thread.
+    Query(Query),
+    /// A spool that a producer thread writes (the nvtx-kernel pass).
+    Spool(Arc<Spool>),
+}
+
+/// One stream feeding the merge.
 pub struct StreamDef {
     /// For error locations.
     pub table: String,
-    pub query: Query,
+    pub source: Source,
     pub kind: Kind,
     /// Skip a row whose rowid equals the previous row's (a join that matched twice).
     pub unique_rowid: bool,
-    /// Work done on the reader's connection before the query (the nvtx-kernel projection).
-    pub prepare: Option<Box<crate::projection::Pass>>,
 }
 
 impl StreamDef {
     pub fn new(table: &Table, query: Query, kind: Kind) -> StreamDef {
         StreamDef {
             table: table.name.clone(),
-            query,
+            source: Source::Query(query),
             kind,
             unique_rowid: false,
-            prepare: None,
+        }
+    }
+
+    /// A stream read from `spool`.
+    pub fn spooled(table: &str, spool: Arc<Spool>, kind: Kind) -> StreamDef {
+        StreamDef {
+            table: table.to_string(),
+            source: Source::Spool(spool),
+            kind,
+            unique_rowid: false,
         }
     }
 }

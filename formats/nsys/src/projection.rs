@@ -11,6 +11,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
@@ -18,12 +19,13 @@ use rustc_hash::FxHashMap;
 use tracex_ir::{Defs, Event, Location, Result, Slice, Value};
 
 use crate::db::{sqlite_error, Cols, Row, Schema};
+use crate::flows;
 use crate::identity::GlobalId;
 use crate::importer::{Decoded, Hook, Importer};
-use crate::merge::Out;
 use crate::nvtx::{name_sql, prefix_filter, PUSH_POP};
 use crate::options::Activity;
-use crate::plan::{order_by, Kind, Query, StreamDef};
+use crate::plan::{order_by, Kind, Orders, Query, StreamDef};
+use crate::spool::{Spool, SpoolWriter};
 
 const TABLE: &str = "temp.tracex_nvtx_projection";
 
@@ -45,33 +47,36 @@ struct Open {
     gpus: Vec<Coverage>,
 }
 
-/// The projection pass: push/pop ranges and kernel launches, each in time order.
-#[derive(Debug)]
+/// The projection pass: push/pop ranges and kernel launches, each in time order; it writes the
+/// projections, and the launches too when the flows read them (one join for both).
 pub struct Pass {
     ranges: Query,
     launches: Query,
     table: String,
+    projections: Arc<Spool>,
+    /// Where the kernel launches go for the flows, when they are read.
+    pub launch_spool: Option<Arc<Spool>>,
 }
 
-/// The stream of projected slices (its reader runs the [`Pass`] first), when `nvtx-kernel` is
-/// wanted and the file has NVTX ranges, API calls and kernels.
-pub fn plan(schema: &Schema, imp: &Importer) -> Option<StreamDef> {
+/// The stream of projected slices and the pass that makes them, when `nvtx-kernel` is wanted
+/// and the file has NVTX ranges, API calls and kernels. `share_launches`: the flows read the
+/// kernel launches too, from the pass.
+pub fn plan(
+    schema: &Schema,
+    imp: &Importer,
+    share_launches: bool,
+) -> Result<Option<(StreamDef, Pass)>> {
     if !imp.opts.activities.contains(Activity::NvtxKernel) {
-        return None;
+        return Ok(None);
     }
-    let n = schema.table("NVTX_EVENTS")?;
-    let r = schema.table("CUPTI_ACTIVITY_KIND_RUNTIME")?;
-    let k = schema.table("CUPTI_ACTIVITY_KIND_KERNEL")?;
-    let needed = [
-        n.has("eventType"),
-        n.has("start"),
-        n.has("globalTid"),
-        r.has("correlationId"),
-        k.has("correlationId"),
-        k.has("globalPid"),
-    ];
-    if needed.contains(&false) {
-        return None;
+    let Some(n) = schema.table("NVTX_EVENTS") else {
+        return Ok(None);
+    };
+    let Some((r, k)) = flows::tables(schema, "CUPTI_ACTIVITY_KIND_KERNEL") else {
+        return Ok(None);
+    };
+    if !(n.has("eventType") && n.has("start") && n.has("globalTid")) {
+        return Ok(None);
     }
     let mut params = Vec::new();
     let filter = prefix_filter(&n, "n.", &imp.opts.nvtx_prefixes, &mut params);
@@ -90,45 +95,26 @@ pub fn plan(schema: &Schema, imp: &Importer) -> Option<StreamDef> {
         format!("{select}{}", order_by(sorted, &keys))
     });
     ranges.params = params;
-    let rc = |c: &str| format!("r.{}", r.col(c));
-    let kc = |c: &str| format!("k.{}", k.col(c));
-    let class = if r.has("eventClass") {
-        format!(" AND {} IN (0, 1)", rc("eventClass"))
-    } else {
-        String::new()
+    let projections = Arc::new(Spool::new(COLUMNS.split(',').count())?);
+    let launch_spool = match share_launches {
+        true => Some(Arc::new(Spool::new(flows::LAUNCH_COLUMNS)?)),
+        false => None,
     };
-    let select = format!(
-        "SELECT r.rowid, {}, {}, {}, {}, {}, {} FROM {} r CROSS JOIN {} k \
-         ON {} = {} AND ({} >> 24) = ({} >> 24) WHERE 1{class}",
-        rc("start"),
-        rc("globalTid"),
-        kc("start"),
-        kc("end"),
-        kc("deviceId"),
-        kc("globalPid"),
-        r.sql_name(),
-        k.sql_name(),
-        kc("correlationId"),
-        rc("correlationId"),
-        kc("globalPid"),
-        rc("globalTid"),
+    let stream = StreamDef::spooled(
+        "tracex_nvtx_projection",
+        projections.clone(),
+        Kind::Projection,
     );
-    let keys = format!("{}, r.rowid, k.rowid", rc("start"));
-    let launches = Query::ordered(&r, "start", Some("end"), |sorted| {
-        format!("{select}{}", order_by(sorted, &keys))
-    });
-    Some(StreamDef {
-        table: "tracex_nvtx_projection".into(),
-        // the pass makes the rows itself; no query
-        query: Query::sorted(String::new()),
-        kind: Kind::Projection,
-        unique_rowid: false,
-        prepare: Some(Box::new(Pass {
+    Ok(Some((
+        stream,
+        Pass {
             ranges,
-            launches,
+            launches: flows::launch_query(&r, &k),
             table: n.name.clone(),
-        })),
-    })
+            projections,
+            launch_spool,
+        },
+    )))
 }
 
 /// An integer column of a row, `None` for anything else.
@@ -180,24 +166,38 @@ fn next_range(rows: &mut rusqlite::Rows) -> rusqlite::Result<Option<RangeRow>> {
     Ok(None)
 }
 
-/// The next usable launch (r.rowid, r.start, r.globalTid, k.start, k.end, k.deviceId,
-/// k.globalPid).
-fn next_launch(rows: &mut rusqlite::Rows) -> rusqlite::Result<Option<LaunchRow>> {
-    while let Some(r) = rows.next()? {
-        if let (Some(ts), Some(gtid), Some(ks), Some(device), Some(gpid)) =
-            (int(r, 1), int(r, 2), int(r, 3), int(r, 5), int(r, 6))
-        {
-            return Ok(Some(LaunchRow {
+/// The next launch of the join ([`flows::launch_query`]: r.rowid, r.start, r.globalTid,
+/// g.rowid, g.start, g.end, g.deviceId, g.contextId, g.streamId, g.globalPid), passed on to
+/// `spool` when the flows read it; `None` in the row for one the sweep cannot use.
+fn next_launch(
+    rows: &mut rusqlite::Rows,
+    spool: &mut Option<SpoolWriter>,
+) -> Result<Option<Option<LaunchRow>>> {
+    let Some(r) = rows
+        .next()
+        .map_err(|e| sqlite_error(Location::Nowhere, "cannot read launches", e))?
+    else {
+        return Ok(None);
+    };
+    if let Some(w) = spool {
+        let values: Vec<SqlValue> = (0..flows::LAUNCH_COLUMNS)
+            .map(|i| r.get_ref(i).map(SqlValue::from).unwrap_or(SqlValue::Null))
+            .collect();
+        w.row(&values)?;
+    }
+    Ok(Some(
+        match (int(r, 1), int(r, 2), int(r, 4), int(r, 6), int(r, 9)) {
+            (Some(ts), Some(gtid), Some(ks), Some(device), Some(gpid)) => Some(LaunchRow {
                 ts,
                 gtid,
                 ks,
-                ke: int(r, 4),
+                ke: int(r, 5),
                 device,
                 gpid,
-            }));
-        }
-    }
-    Ok(None)
+            }),
+            _ => None,
+        },
+    ))
 }
 
 /// Pops the ranges of `gtid` that ended at or before `ts`.
@@ -335,27 +335,27 @@ impl<'c> Waiting<'c> {
         Ok(())
     }
 
-    /// Sends every waiting projection that starts before `below`, in order, then a watermark;
-    /// false once the merge has stopped.
-    fn release(&mut self, below: i64, out: &Out) -> rusqlite::Result<bool> {
+    /// Writes every waiting projection that starts before `below`, in order, and publishes
+    /// them with `below` as the watermark.
+    fn release(&mut self, below: i64, out: &mut SpoolWriter) -> Result<()> {
+        let err = |e| sqlite_error(Location::Nowhere, "cannot keep NVTX projections", e);
         let mut from_table = Vec::new();
         if self.spilled {
-            let mut rows = self.ready.query([below])?;
-            while let Some(r) = rows.next()? {
+            let mut rows = self.ready.query([below]).map_err(err)?;
+            while let Some(r) = rows.next().map_err(err)? {
                 from_table.push(Finished {
                     start: int(r, 1).unwrap_or(0),
                     neg_end: Reverse(int(r, 2).unwrap_or(0)),
                     machine: int(r, 3).unwrap_or(0),
                     device: int(r, 4).unwrap_or(0),
-                    name: r.get::<_, String>(5)?,
+                    name: r.get::<_, String>(5).map_err(err)?,
                     gtid: int(r, 6).unwrap_or(0),
                     nvtx_rowid: int(r, 7).unwrap_or(0),
                     kernels: int(r, 8).unwrap_or(0),
                 });
             }
-            self.forget.execute([below])?;
+            self.forget.execute([below]).map_err(err)?;
         }
-        let mut values = Vec::new();
         let mut table = from_table.into_iter().peekable();
         loop {
             let from_heap = match (self.heap.peek(), table.peek()) {
@@ -368,54 +368,81 @@ impl<'c> Waiting<'c> {
                 true => self.heap.pop().expect("peeked").0,
                 false => table.next().expect("peeked"),
             };
-            values.extend(f.row());
-            if values.len() >= 9 * 256 && !out.rows(std::mem::take(&mut values)) {
-                return Ok(false);
-            }
+            out.row(&f.row())?;
         }
-        if !out.rows(values) {
-            return Ok(false);
-        }
-        out.watermark(below);
-        Ok(true)
+        out.publish(Some(below))
     }
 }
 
+/// Launch rows the flows read are published every this many.
+const PUBLISH_LAUNCHES_EVERY: u32 = 256;
+
 impl Pass {
-    /// Columns per row sent.
-    pub fn columns(&self) -> usize {
-        COLUMNS.split(',').count()
+    /// Ends the spools as failed, when the pass cannot run at all.
+    pub fn fail(&self, why: &str) {
+        self.projections.fail(why);
+        if let Some(l) = &self.launch_spool {
+            l.fail(why);
+        }
+    }
+
+    /// Runs the pass on `conn`, ending the spools it writes (with the reason if it fails).
+    pub fn run(&self, conn: &Connection, orders: &Orders) {
+        let (mut projections, mut launches) = match (
+            self.projections.writer(),
+            self.launch_spool.as_ref().map(|s| s.writer()).transpose(),
+        ) {
+            (Ok(p), Ok(l)) => (p, l),
+            (Err(e), _) | (_, Err(e)) => return self.fail(&e.to_string()),
+        };
+        let result = self.sweep(conn, orders, &mut projections, &mut launches);
+        let failed = result.err().map(|e| e.to_string());
+        if let Some(l) = launches {
+            l.finish(failed.clone());
+        }
+        projections.finish(failed);
     }
 
     /// Sweeps ranges and launches, and hands finished projections to the merge in time order
     /// as soon as no later one can start earlier: a projection's start is its first kernel's,
     /// and a kernel starts after its launch, so nothing still to come starts before the
     /// sweep's position or before the first kernel of a range still open.
-    pub fn stream(&self, conn: &Connection, out: &Out) -> Result<()> {
+    fn sweep(
+        &self,
+        conn: &Connection,
+        orders: &Orders,
+        projections: &mut SpoolWriter,
+        launch_out: &mut Option<SpoolWriter>,
+    ) -> Result<()> {
         let at = Location::Row {
             table: self.table.clone(),
             rowid: 0,
         };
         let err = |e| sqlite_error(at.clone(), "cannot project NVTX ranges onto kernels", e);
         let mut waiting = Waiting::new(conn, SPILL_AT).map_err(err)?;
-        let mut ranges_stmt = conn.prepare(self.ranges.sql(conn)?).map_err(err)?;
-        let mut launch_stmt = conn.prepare(self.launches.sql(conn)?).map_err(err)?;
+        let mut ranges_stmt = conn.prepare(self.ranges.sql(conn, orders)).map_err(err)?;
+        let mut launch_stmt = conn.prepare(self.launches.sql(conn, orders)).map_err(err)?;
         let mut ranges = ranges_stmt
             .query(rusqlite::params_from_iter(self.ranges.params.iter()))
             .map_err(err)?;
         let mut launches = launch_stmt.query([]).map_err(err)?;
         let mut open: FxHashMap<i64, Vec<Open>> = FxHashMap::default();
         let mut done = Vec::new();
-        let mut since_release = 0;
+        let (mut since_release, mut since_publish) = (0, 0);
         let mut range = next_range(&mut ranges).map_err(err)?;
-        let mut launch = next_launch(&mut launches).map_err(err)?;
+        let mut launch = next_launch(&mut launches, launch_out)?;
         loop {
             // at equal times the range comes first: a launch at its start is inside it
             let now = match (&range, &launch) {
                 (None, None) => break,
-                (Some(n), Some(l)) if n.start <= l.ts => n.start,
+                (Some(n), Some(Some(l))) if n.start <= l.ts => n.start,
                 (Some(n), None) => n.start,
-                (_, Some(l)) => l.ts,
+                (_, Some(Some(l))) => l.ts,
+                (_, Some(None)) => {
+                    // a launch the sweep cannot use (the flows still get it)
+                    launch = next_launch(&mut launches, launch_out)?;
+                    continue;
+                }
             };
             if range.as_ref().is_some_and(|n| n.start == now) {
                 let n = range.take().expect("a range");
@@ -428,8 +455,7 @@ impl Pass {
                     gpus: Vec::new(),
                 });
                 range = next_range(&mut ranges).map_err(err)?;
-            } else {
-                let l = launch.take().expect("a launch");
+            } else if let Some(Some(l)) = launch.take() {
                 close(&mut open, l.gtid, l.ts, &mut done);
                 // GPU work that starts before its launch gets no flow either; leaving it out
                 // keeps every projection at or after the sweep position.
@@ -437,7 +463,14 @@ impl Pass {
                     let ke = l.ke.unwrap_or(l.ks).max(l.ks);
                     cover(stack, (GlobalId(l.gpid).machine(), l.device), l.ks, ke);
                 }
-                launch = next_launch(&mut launches).map_err(err)?;
+                launch = next_launch(&mut launches, launch_out)?;
+                since_publish += 1;
+                if since_publish >= PUBLISH_LAUNCHES_EVERY {
+                    since_publish = 0;
+                    if let Some(w) = launch_out {
+                        w.publish(None)?;
+                    }
+                }
             }
             for o in done.drain(..) {
                 waiting.add(o).map_err(err)?;
@@ -459,16 +492,13 @@ impl Pass {
                     .flat_map(|o| o.gpus.iter().map(|c| c.first))
                     .min()
                     .unwrap_or(i64::MAX);
-                if !waiting.release(now.min(open_first), out).map_err(err)? {
-                    return Ok(());
-                }
+                waiting.release(now.min(open_first), projections)?;
             }
         }
         for o in open.into_values().flatten() {
             waiting.add(o).map_err(err)?;
         }
-        waiting.release(i64::MAX, out).map_err(err)?;
-        Ok(())
+        waiting.release(i64::MAX, projections)
     }
 }
 
@@ -531,12 +561,24 @@ mod tests {
             w.add(open_range(i as i64, start, start + 100 - i as i64))
                 .unwrap();
         }
-        let (tx, rx) = std::sync::mpsc::sync_channel(64);
-        let out = Out::for_test(&tx, 9);
-        assert!(w.release(45, &out).unwrap());
-        assert!(w.release(i64::MAX, &out).unwrap());
-        drop(tx);
-        let starts = crate::merge::starts_for_test(rx);
-        assert_eq!(starts, vec![5, 10, 10, 20, 30, 40, 50, 60, 70, 80, 90]);
+        let spool = Spool::new(9).unwrap();
+        let mut out = spool.writer().unwrap();
+        w.release(45, &mut out).unwrap();
+        w.release(i64::MAX, &mut out).unwrap();
+        out.finish(None);
+        let mut r = spool.reader().unwrap();
+        let mut starts = Vec::new();
+        loop {
+            match r.next().unwrap() {
+                crate::spool::Next::Rows(v) => starts.extend(v.chunks(9).map(|row| row[1].clone())),
+                crate::spool::Next::Watermark(_) => {}
+                crate::spool::Next::End => break,
+            }
+        }
+        let want: Vec<SqlValue> = [5, 10, 10, 20, 30, 40, 50, 60, 70, 80, 90]
+            .into_iter()
+            .map(SqlValue::Integer)
+            .collect();
+        assert_eq!(starts, want);
     }
 }
