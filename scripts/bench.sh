@@ -30,6 +30,7 @@ for s in "${sections[@]}"; do
       f=$out/chrome-2m.json
       [ -f "$f" ] || "$gen" chrome --events 2000000 --out "$f"
       echo "== chrome: $(size "$f") bytes, 2M events"
+      "$gen" measure "$f"
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
       measure "chrome -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json"
       measure "chrome -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json.gz"

@@ -1,7 +1,9 @@
 //! `tracex-gen`: writes large synthetic traces of each input format, for benchmarks
 //! (`scripts/bench.sh`). Output is deterministic for given arguments.
 
-mod chrome;
+use tracex_gen::chrome;
+
+mod measure;
 
 use clap::{Parser, Subcommand};
 
@@ -17,10 +19,13 @@ enum What {
     /// A PyTorch-profiler-like Chrome JSON trace: CPU ops launching kernels with flows,
     /// GPU streams, counters
     Chrome(chrome::Args),
+    /// Time the Chrome importer against plain serde_json typed parsing of the same file
+    Measure(measure::Args),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().what {
         What::Chrome(a) => chrome::run(&a),
+        What::Measure(a) => measure::run(&a),
     }
 }
