@@ -61,6 +61,9 @@ pub struct ConvertArgs {
 
     #[command(flatten, next_help_heading = "Chrome JSON")]
     pub chrome: crate::formats::chrome::ChromeArgs,
+
+    #[command(flatten, next_help_heading = "Folded stacks (flame graphs)")]
+    pub folded: crate::formats::folded::FoldedArgs,
 }
 
 /// Options shared by every command that reads traces.

@@ -59,6 +59,7 @@ pub fn run(args: &ConvertArgs, quiet: bool) -> anyhow::Result<()> {
     };
     let mut opts = Options::default();
     args.chrome.apply(&mut opts);
+    args.folded.apply(&mut opts)?;
     let started = Instant::now();
     let mut sources = super::open_sources(ins, args.from.as_deref())?;
     let export = format.export.expect("checked");

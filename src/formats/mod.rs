@@ -2,6 +2,7 @@
 //! glue (registry entry, command-line options) lives in its own module here.
 
 pub mod chrome;
+pub mod folded;
 
 use tracex_ir::diag::DiagKind;
 use tracex_ir::io::OutputTarget;
@@ -41,7 +42,7 @@ pub struct Format {
 }
 
 /// Every format, in the order `tracex formats` lists them.
-static FORMATS: &[&Format] = &[&chrome::FORMAT];
+static FORMATS: &[&Format] = &[&chrome::FORMAT, &folded::FORMAT];
 
 pub fn formats() -> impl Iterator<Item = &'static Format> {
     FORMATS.iter().copied()
