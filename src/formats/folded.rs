@@ -34,6 +34,7 @@ pub static FORMAT: Format = Format {
     order: EventOrder::Unsorted,
     input: InputKind::Stream,
     diagnostics: tracex_folded::DIAGNOSTICS,
+    refines: None,
 };
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
