@@ -27,9 +27,8 @@ pub fn sniff(probe: &Probe) -> Confidence {
     if probe.is_dir {
         return Confidence::No;
     }
-    let Some(text) = probe.text() else {
-        return Confidence::No;
-    };
+    // A line of binary data does not make the rest unreadable: the importer reports it.
+    let text = String::from_utf8_lossy(probe.head);
     let t = text.trim_start();
     if t.starts_with('{') || t.starts_with('[') {
         return if JSON_CATEGORIES.iter().any(|c| has_category(t, c))

@@ -15,14 +15,13 @@ pub fn sniff(probe: &Probe) -> Confidence {
     if probe.is_dir {
         return Confidence::No;
     }
-    let Some(text) = probe.text() else {
-        return Confidence::No;
-    };
+    // A line of binary data does not make the rest unreadable: the importer reports it.
+    let text = String::from_utf8_lossy(probe.head);
     // The head may end in the middle of a line: leave that line out.
     let complete = if probe.head.len() >= 64 << 10 {
         text.rfind('\n').map_or("", |i| &text[..i])
     } else {
-        text
+        &text
     };
     let lines: Vec<&str> = complete
         .lines()
@@ -36,21 +35,24 @@ pub fn sniff(probe: &Probe) -> Confidence {
     if lines.iter().all(|l| extended::looks_extended(l)) {
         return Confidence::Certain;
     }
-    let mut good = 0;
+    let (mut good, mut bad) = (0, 0);
     let mut semicolons = false;
     for l in &lines {
-        if let plain::Line::Stack { stack, .. } = plain::parse(l) {
-            if !stack.is_empty() {
+        match plain::parse(l) {
+            // a count without a stack (py-spy's idle samples) says nothing either way
+            plain::Line::Stack { stack: "", .. } => {}
+            plain::Line::Stack { stack, .. } => {
                 good += 1;
                 semicolons |= stack.contains(';');
             }
+            plain::Line::Bad(_) => bad += 1,
         }
     }
-    let bad = lines.len() - good;
     match (bad, semicolons) {
+        _ if good == 0 => Confidence::No,
         (0, true) => Confidence::Certain,
         (0, false) => Confidence::Maybe(50),
-        _ if good >= 10 * bad && semicolons => Confidence::Maybe(70),
+        _ if good >= 4 * bad && semicolons => Confidence::Maybe(70),
         _ => Confidence::No,
     }
 }
@@ -73,6 +75,15 @@ mod tests {
         assert_eq!(probe("main;foo 3\nmain;bar 1\n"), Confidence::Certain);
         assert_eq!(probe("# austin\n\nP1;T1;f 2\n"), Confidence::Certain);
         assert_eq!(probe("main 3\n"), Confidence::Maybe(50));
+        assert_eq!(probe("a;b 3\n 2\na;c 1\n"), Confidence::Certain);
+        assert_eq!(
+            probe("a;b 3\nbad\na;c 1\na;d 1\na;e 1\n"),
+            Confidence::Maybe(70)
+        );
+        assert_eq!(
+            probe("a;b 3\n\u{fffd}\u{fffd}\na;c 1\na;d 1\na;e 1\n"),
+            Confidence::Maybe(70)
+        );
         assert_eq!(
             probe("1761680628903821454 runcu 3861826 3861826 1 _start;main;cudaLaunchKernel\n"),
             Confidence::Certain

@@ -155,13 +155,25 @@ impl Gpu {
         (launches && !self.at_launch.is_empty()) || traced
     }
 
+    /// Processes whose calls joined to GPU work carry backtraces: there, backtraces give the
+    /// stacks and samples caught at launches are not matched.
+    fn traced(&self) -> FxHashSet<Option<i64>> {
+        self.edges
+            .iter()
+            .map(|&(c, _)| &self.calls[c as usize])
+            .filter(|c| c.stack.is_some())
+            .map(|c| c.pid)
+            .collect()
+    }
+
     /// The weight the view uses unless told otherwise: samples when stacks come from samples
     /// caught at launches (as the reference), GPU time when they come from backtraces.
     pub fn default_weight(&self) -> Weight {
-        if self.at_launch.is_empty() {
-            Weight::GpuNs
-        } else {
+        let traced = self.traced();
+        if self.at_launch.iter().any(|s| !traced.contains(&s.pid)) {
             Weight::Samples
+        } else {
+            Weight::GpuNs
         }
     }
 
@@ -189,13 +201,7 @@ impl Gpu {
                 *f = w;
             }
         }
-        let traced: FxHashSet<Option<i64>> = self
-            .edges
-            .iter()
-            .map(|&(c, _)| &self.calls[c as usize])
-            .filter(|c| c.stack.is_some())
-            .map(|c| c.pid)
-            .collect();
+        let traced = self.traced();
         let mut launches: FxHashMap<Option<i64>, Vec<(i64, u32)>> = FxHashMap::default();
         for (i, c) in self.calls.iter().enumerate() {
             if c.launch {

@@ -104,15 +104,22 @@ impl Lanes {
         open.last_mut().expect("just pushed")
     }
 
-    /// The innermost open slice of `root`'s lanes that contains `ts` (the latest-starting one
-    /// when several lanes have one).
-    pub fn enclosing(&mut self, root: TrackId, ts: i64) -> Option<&mut Open> {
-        let mut best: Option<(i64, TrackId, usize)> = None;
+    /// The open slice of `root`'s lanes that a flow point at `ts` binds to: of the slices that
+    /// contain `ts`, the latest-starting; among those starting at the same time, the one `rank`
+    /// prefers, then the innermost. (Equal starts happen when an input rounds times: CUPTI
+    /// JSON's µs floats can give a launch and the call after it one start.)
+    pub fn enclosing(
+        &mut self,
+        root: TrackId,
+        ts: i64,
+        rank: impl Fn(&Role) -> u8,
+    ) -> Option<&mut Open> {
+        let mut best: Option<((i64, u8, usize), TrackId, usize)> = None;
         for &lane in self.of_root.get(&root)? {
-            let open = &self.lanes[&lane];
-            if let Some(i) = open.iter().rposition(|o| o.start <= ts && ts <= o.end) {
-                if best.is_none_or(|(s, _, _)| open[i].start > s) {
-                    best = Some((open[i].start, lane, i));
+            for (i, o) in self.lanes[&lane].iter().enumerate() {
+                let key = (o.start, rank(&o.role), i);
+                if o.start <= ts && ts <= o.end && best.is_none_or(|(k, _, _)| key > k) {
+                    best = Some((key, lane, i));
                 }
             }
         }
@@ -153,10 +160,11 @@ mod tests {
         lanes.push(t, t, 10, 50, work, &mut tree, None, Role::Other);
         lanes.push(t, t, 20, 30, leaf, &mut tree, None, Role::Other);
         lanes.push(o1, t, 40, 60, spill, &mut tree, None, Role::Other);
-        assert_eq!(lanes.enclosing(t, 25).unwrap().start, 20);
-        assert_eq!(lanes.enclosing(t, 45).unwrap().start, 40);
-        assert_eq!(lanes.enclosing(t, 70).unwrap().start, 0);
-        assert!(lanes.enclosing(t, 200).is_none());
+        let any = |_: &Role| 0;
+        assert_eq!(lanes.enclosing(t, 25, any).unwrap().start, 20);
+        assert_eq!(lanes.enclosing(t, 45, any).unwrap().start, 40);
+        assert_eq!(lanes.enclosing(t, 70, any).unwrap().start, 0);
+        assert!(lanes.enclosing(t, 200, any).is_none());
         lanes.close_all(1000);
         let mut get = |names: &[StrId]| {
             let node = tree.extend(None, names.iter().copied()).unwrap();
@@ -168,5 +176,28 @@ mod tests {
         // the overflow lane is its own root: never main;work;spill
         assert_eq!(get(&[spill]), (20, 1));
         assert_eq!(lanes.closed_open, 0);
+    }
+
+    #[test]
+    fn equal_starts_bind_by_rank_then_innermost() {
+        let mut defs = Defs::new();
+        let mut tree = Tree::default();
+        let mut lanes = Lanes::default();
+        let t = TrackId(0);
+        let [launch, check] = ["launch", "check"].map(|s| defs.intern(s));
+        let api = |name| Role::Api {
+            name,
+            stack: None,
+            call: None,
+        };
+        lanes.push(t, t, 100, 200, launch, &mut tree, None, api(launch));
+        lanes.push(t, t, 100, 120, check, &mut tree, None, Role::Other);
+        let name = |o: &Open| match o.role {
+            Role::Api { name, .. } => name,
+            _ => check,
+        };
+        assert_eq!(name(lanes.enclosing(t, 100, |_| 0).unwrap()), check);
+        let prefer_api = |r: &Role| matches!(r, Role::Api { .. }) as u8;
+        assert_eq!(name(lanes.enclosing(t, 100, prefer_api).unwrap()), launch);
     }
 }

@@ -179,7 +179,10 @@ impl Exporter {
             let (ready, later): (Vec<_>, Vec<_>) = waiting.drain(..).partition(|f| f.ts <= start);
             *waiting = later;
             for f in ready {
-                let open = self.lanes.enclosing(root, start).expect("just opened");
+                let open = self
+                    .lanes
+                    .enclosing(root, start, |r| flow_rank(f.role, r))
+                    .expect("just opened");
                 attach(&mut self.gpu, &mut self.prefixes, defs, open, root, &f);
             }
         }
@@ -211,7 +214,7 @@ impl Exporter {
             self.waiting.entry(root).or_default().push(*f);
             return;
         }
-        match self.lanes.enclosing(root, f.ts) {
+        match self.lanes.enclosing(root, f.ts, |r| flow_rank(f.role, r)) {
             Some(open) => attach(&mut self.gpu, &mut self.prefixes, defs, open, root, f),
             None if f.role == FlowRole::End => {
                 self.gpu.open_flows.remove(&f.id);
@@ -372,6 +375,17 @@ pub fn fold_name(f: Fold) -> &'static str {
         Fold::Gpu => "gpu",
         Fold::Samples => "samples",
         Fold::Timeline => "timeline",
+    }
+}
+
+/// Which of several slices starting together a flow point prefers: a start a CUDA call (a
+/// kernel launch first), a step or end GPU work.
+fn flow_rank(role: FlowRole, r: &Role) -> u8 {
+    match (role, r) {
+        (FlowRole::Start, Role::Api { call: Some(_), .. }) => 2,
+        (FlowRole::Start, Role::Api { .. }) => 1,
+        (FlowRole::Step | FlowRole::End, Role::Gpu { .. }) => 1,
+        _ => 0,
     }
 }
 

@@ -53,7 +53,7 @@ pub fn parse(line: &str) -> Result<ExtLine<'_>, (&'static DiagKind, String)> {
     let short = || {
         (
             &d::EXT_SHORT_LINE,
-            "expected: timestamp_ns comm pid tid cpu stack".to_string(),
+            "fewer than six fields (timestamp_ns comm pid tid cpu stack)".to_string(),
         )
     };
     let (f, stack) = fields(line, 5).ok_or_else(short)?;

@@ -153,7 +153,7 @@ impl Importer {
                 ctx.defs.diag.record_detail(
                     kind,
                     Location::Line(no),
-                    format!("{why}: {}", excerpt(t)),
+                    format!("{why} in {:?}", excerpt(t)),
                 );
                 return Ok(());
             }
