@@ -4,3 +4,5 @@ mod common;
 
 mod chrome;
 mod cli;
+mod cupti;
+mod folded;
