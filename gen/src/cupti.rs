@@ -3,7 +3,8 @@
 //! (Chrome JSON as `cupti_trace_parser.py` lays it out, or the injection library's raw text).
 //!
 //! Each launch is a `cudaLaunchKernel` runtime call on one of a process's threads, followed by
-//! its kernel on a stream; some `cudaGetLastError` calls and copies come in between. Each uprobe
+//! its kernel on a stream; some `cudaGetLastError` calls come in between. Kernels run 1–6 µs and
+//! at most 1024 wait in a stream's queue (a launch into a full queue blocks, as CUDA's does). Each uprobe
 //! stack is taken 100–400 ns before its launch call starts (launches are 1.5–4.5 µs apart, so
 //! the nearest launch is unambiguous); every 50th launch has no uprobe stack, and every 1000th
 //! stack is from 20 ms before the first launch (no launch within 10 ms).
@@ -166,18 +167,28 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     let mut t = first;
     let mut corr = 1u64;
     let mut gpu_free = vec![t; processes as usize];
+    let mut queues = vec![std::collections::VecDeque::new(); processes as usize];
     for i in 0..a.launches {
         let p = i % processes;
         let pid = 40_000 + p;
         let tid = 2_830_733_312 + (i / processes % 2) * 8_392_704;
         t += 1_500 + rng.below(3_000);
+        let queue = &mut queues[p as usize];
+        while queue.front().is_some_and(|&started| started <= t) {
+            queue.pop_front();
+        }
+        if queue.len() >= 1024 {
+            // the launch waits until the oldest queued kernel starts
+            t = t.max(queue.pop_front().expect("full queue") + 1_000);
+        }
         let kernel = KERNELS[rng.below(KERNELS.len() as u64) as usize];
         let caller = CALLERS[rng.below(CALLERS.len() as u64) as usize];
         let launch_dur = 2_000 + rng.below(3_000);
         w.call("cudaLaunchKernel_v7000", t, launch_dur, 211, pid, tid, corr)?;
         let kstart = gpu_free[p as usize].max(t + 5_000);
-        let kdur = 1_000 + rng.below(50_000);
+        let kdur = 1_000 + rng.below(5_000);
         gpu_free[p as usize] = kstart + kdur;
+        queues[p as usize].push_back(kstart);
         w.kernel(kernel, kstart, kdur, 7 + p, corr)?;
         if i % 50 != 0 {
             let at = t - 100 - rng.below(300);

@@ -5,6 +5,7 @@
 
 use std::io::Read;
 
+use rustc_hash::FxHashMap;
 use tracex_ir::kind::cat;
 use tracex_ir::{Defs, Event, ImportCtx, Location, Result, StrId, Value};
 
@@ -33,6 +34,7 @@ struct State {
     devices: Devices,
     corr: Correlation,
     keys: Option<Keys>,
+    renamed: FxHashMap<(StrId, StrId), Option<Renamed>>,
 }
 
 /// Interned names this filter compares against.
@@ -55,7 +57,48 @@ fn int_arg(args: &[tracex_ir::Arg], key: StrId) -> Option<i64> {
         })
 }
 
+/// What a CUPTI slice of one (category, name) becomes.
+#[derive(Clone, Copy)]
+struct Renamed {
+    category: &'static str,
+    cat: StrId,
+    name: StrId,
+}
+
 impl State {
+    /// The tracex category and the name without the converter's prefix, for CUPTI categories
+    /// (computed once per distinct name: a trace repeats a few names millions of times).
+    fn rename(&mut self, defs: &mut Defs, cat: Option<StrId>, name: StrId) -> Option<Renamed> {
+        let cat = cat?;
+        if let Some(r) = self.renamed.get(&(cat, name)) {
+            return *r;
+        }
+        let (category, prefix) = match defs.str(cat) {
+            "CUDA_Runtime" => (cat::CUDA_RUNTIME, "Runtime: "),
+            "CUDA_Driver" => (cat::CUDA_DRIVER, "Driver: "),
+            "GPU_Kernel" => (cat::KERNEL, "Kernel: "),
+            "MemCopy" => (cat::MEMCPY, "MemCopy: "),
+            "Overhead" => (CAT_OVERHEAD, "Overhead: "),
+            _ => {
+                self.renamed.insert((cat, name), None);
+                return None;
+            }
+        };
+        let text = defs.str(name);
+        let text = text.strip_prefix(prefix).unwrap_or(text);
+        let text = match category {
+            cat::MEMCPY => format!("Memcpy {text}"),
+            _ => text.to_string(),
+        };
+        let r = Renamed {
+            category,
+            cat: defs.intern(category),
+            name: defs.intern(&text),
+        };
+        self.renamed.insert((cat, name), Some(r));
+        Some(r)
+    }
+
     fn keys(&mut self, defs: &mut Defs) -> Keys {
         *self.keys.get_or_insert_with(|| Keys {
             correlation: defs.intern("correlationId"),
@@ -70,23 +113,12 @@ impl State {
         let at = Location::Event(index);
         match ev {
             Event::Slice(mut s) => {
-                let category = defs.opt_str(s.cat).unwrap_or("");
-                let (new_cat, prefix) = match category {
-                    "CUDA_Runtime" => (cat::CUDA_RUNTIME, "Runtime: "),
-                    "CUDA_Driver" => (cat::CUDA_DRIVER, "Driver: "),
-                    "GPU_Kernel" => (cat::KERNEL, "Kernel: "),
-                    "MemCopy" => (cat::MEMCPY, "MemCopy: "),
-                    "Overhead" => (CAT_OVERHEAD, "Overhead: "),
-                    _ => return Ok(Some(Event::Slice(s))),
+                let Some(r) = self.rename(defs, s.cat, s.name) else {
+                    return Ok(Some(Event::Slice(s)));
                 };
-                let name = defs.str(s.name);
-                let name = name.strip_prefix(prefix).unwrap_or(name).to_string();
-                let name = match new_cat {
-                    cat::MEMCPY => format!("Memcpy {name}"),
-                    _ => name,
-                };
-                s.name = defs.intern(&name);
-                s.cat = Some(defs.intern(new_cat));
+                let new_cat = r.category;
+                s.name = r.name;
+                s.cat = Some(r.cat);
                 // cupti_trace_parser.py writes cbid as a string; the text has a number.
                 if let Some(a) = s.args.iter_mut().find(|a| a.key == k.cbid) {
                     if let Value::Str(t) = &a.value {

@@ -18,7 +18,7 @@ use tracex_ir::io::{OutFile, OutputTarget};
 use tracex_ir::kind::{classify, SliceKind};
 use tracex_ir::{
     Defs, Error, Event, FlowBind, FlowId, FlowPoint, FlowRole, Location, ProcessId, Result, Sample,
-    Sink, Slice, StackId, TrackId, TrackKind,
+    Sink, Slice, StackId, StrId, TrackId, TrackKind,
 };
 
 use crate::diag as d;
@@ -46,7 +46,7 @@ pub struct Exporter {
     gpu: Gpu,
     samples: FxHashMap<(Option<StackId>, StackId), SampleWeight>,
     /// Sample names of differential files, and whether other samples were seen.
-    diff_names: Option<(tracex_ir::StrId, tracex_ir::StrId)>,
+    diff_names: Option<(StrId, StrId)>,
     differential_samples: bool,
     plain_samples: bool,
     samples_seen: u64,
@@ -54,6 +54,10 @@ pub struct Exporter {
     slices_seen: u64,
     non_thread_slices: u64,
     prefixes: FxHashMap<TrackId, Option<StackId>>,
+    /// What each category is (and whether it is the CUDA runtime's), and which call names
+    /// launch kernels: asked for every slice, answered once.
+    kinds: FxHashMap<Option<StrId>, (SliceKind, bool)>,
+    launch_names: FxHashMap<StrId, bool>,
     /// Flow points bound to the next slice on their track (`FlowBind::Next`), by root track.
     waiting: FxHashMap<TrackId, Vec<FlowPoint>>,
     trace_end: i64,
@@ -78,6 +82,8 @@ impl Exporter {
             slices_seen: 0,
             non_thread_slices: 0,
             prefixes: FxHashMap::default(),
+            kinds: FxHashMap::default(),
+            launch_names: FxHashMap::default(),
             waiting: FxHashMap::default(),
             trace_end: i64::MIN,
             written: None,
@@ -140,12 +146,18 @@ impl Exporter {
         }
         let root = defs.root_track(s.track);
         let base = self.prefix(defs, root);
-        let cat = defs.opt_str(s.cat);
-        let kind = classify(cat);
+        let (kind, runtime) = *self.kinds.entry(s.cat).or_insert_with(|| {
+            let cat = defs.opt_str(s.cat);
+            let runtime = cat.is_some_and(|c| c.eq_ignore_ascii_case("cuda_runtime"));
+            (classify(cat), runtime)
+        });
         let role = match kind {
             SliceKind::CudaApi => {
-                let launch = cat.is_some_and(|c| c.eq_ignore_ascii_case("cuda_runtime"))
-                    && defs.str(s.name).contains("LaunchKernel");
+                let launch = runtime
+                    && *self
+                        .launch_names
+                        .entry(s.name)
+                        .or_insert_with(|| defs.str(s.name).contains("LaunchKernel"));
                 let call = launch.then(|| self.register_call(defs, root, s.ts, s.name, s.stack));
                 Role::Api {
                     name: s.name,
@@ -193,7 +205,7 @@ impl Exporter {
         defs: &mut Defs,
         root: TrackId,
         ts: i64,
-        name: tracex_ir::StrId,
+        name: StrId,
         stack: Option<StackId>,
     ) -> u32 {
         let prefix = self.prefix(defs, root);
