@@ -776,6 +776,13 @@ fn outputs_load_in_speedscope() {
             vec![root().join("fixtures/demo/gpu_training_step.json")],
             vec!["--fold", "timeline"],
         ),
+        (
+            vec![
+                root().join("fixtures/cupti/app_cpu.txt"),
+                root().join("fixtures/cupti/app_gpu.json"),
+            ],
+            vec![],
+        ),
     ]
     .into_iter()
     .enumerate()

@@ -79,12 +79,7 @@ mod tests {
     use super::*;
 
     fn probe(s: &str) -> Confidence {
-        sniff(&Probe {
-            path: None,
-            head: s.as_bytes(),
-            compressed: false,
-            is_dir: false,
-        })
+        sniff(&Probe::of_bytes(s.as_bytes()))
     }
 
     #[test]

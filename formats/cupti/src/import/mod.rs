@@ -119,6 +119,19 @@ struct Point {
     at: Location,
 }
 
+impl Point {
+    fn push(list: &mut Vec<Point>, id: u64, track: TrackId, ts: i64, at: Location) {
+        let seq = list.len();
+        list.push(Point {
+            id,
+            track,
+            ts,
+            seq,
+            at,
+        });
+    }
+}
+
 /// The count and first occurrence (in input order) of one diagnostic kind.
 #[derive(Default)]
 struct Tally {
@@ -151,25 +164,11 @@ pub struct Correlation {
 
 impl Correlation {
     pub fn call(&mut self, id: u64, track: TrackId, ts: i64, at: Location) {
-        let seq = self.calls.len();
-        self.calls.push(Point {
-            id,
-            track,
-            ts,
-            seq,
-            at,
-        });
+        Point::push(&mut self.calls, id, track, ts, at);
     }
 
     pub fn work(&mut self, id: u64, track: TrackId, ts: i64, at: Location) {
-        let seq = self.work.len();
-        self.work.push(Point {
-            id,
-            track,
-            ts,
-            seq,
-            at,
-        });
+        Point::push(&mut self.work, id, track, ts, at);
     }
 
     /// Emits a two-point flow from each call to each piece of GPU work with its id. Both sides

@@ -98,21 +98,11 @@ pub fn parse(line: &str) -> Line<'_> {
             stack = rest[..i].trim_end();
         }
     }
-    Line::Stack {
-        stack,
-        counts: Counts {
-            last,
-            before,
-            truncated,
-        },
-    }
+    Line::stack(stack, last, before, truncated)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ok(stack: &str, last: i64, before: Option<i64>, truncated: bool) -> Line<'_> {
+impl<'a> Line<'a> {
+    fn stack(stack: &'a str, last: i64, before: Option<i64>, truncated: bool) -> Line<'a> {
         Line::Stack {
             stack,
             counts: Counts {
@@ -121,6 +111,15 @@ mod tests {
                 truncated,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(stack: &str, last: i64, before: Option<i64>, truncated: bool) -> Line<'_> {
+        Line::stack(stack, last, before, truncated)
     }
 
     #[test]
