@@ -668,6 +668,38 @@ fn gpu_time_by_cpu_stack_from_backtraces() {
     );
 }
 
+/// nsys records a launch's backtrace on the outer of two nested rows of the same call; a flow
+/// from the inner row (or from a driver call inside a runtime call) uses that backtrace.
+#[test]
+fn gpu_view_takes_the_backtrace_of_the_enclosing_call() {
+    let mut b = TraceBuilder::new();
+    let p = b.process(900, "app");
+    let t = b.thread(p, 900, "app");
+    let dev = b.device(0, "GPU 0");
+    let stream = b.gpu_stream(dev, 0, 7);
+    let stack = b.stack(&["main", "step()", "cudaLaunchKernel"]);
+    b.slice(t, 1_000, 3_000, "cudaLaunchKernel").stack = stack;
+    b.cat("cuda_runtime");
+    b.slice(t, 1_200, 2_600, "cudaLaunchKernel_v7000");
+    b.cat("cuda_runtime");
+    b.slice(t, 1_500, 1_000, "cuLaunchKernel");
+    b.cat("cuda_driver");
+    b.slice(stream, 5_000, 700, "k1");
+    b.cat("kernel");
+    b.slice(stream, 6_000, 300, "k2");
+    b.cat("kernel");
+    b.flow((t, 1_200), (stream, 5_000), "ac2g");
+    b.flow((t, 1_500), (stream, 6_000), "ac2g");
+    let dir = tempfile::tempdir().unwrap();
+    let (text, defs) = export(b.finish(), &ExportOptions::default(), dir.path());
+    assert_eq!(
+        text,
+        "main;step();cudaLaunchKernel;[GPU_Kernel]k1 700\n\
+         main;step();cudaLaunchKernel;cuLaunchKernel;[GPU_Kernel]k2 300\n"
+    );
+    assert_eq!(defs.diag.count("folded_gpu_work_without_stack"), 0);
+}
+
 /// A flow end bound to the next slice (`FlowBind::Next`, Chrome `f` without `bp`) joins the
 /// kernel that starts after it.
 #[test]

@@ -127,6 +127,26 @@ impl Lanes {
         self.lanes.get_mut(&lane).map(|v| &mut v[i])
     }
 
+    /// The backtrace of the innermost CUDA call of `root`'s lanes that contains `ts` and has
+    /// one: a call without its own (nsys records one for the outer of two nested rows of the
+    /// same launch, and none for driver calls inside runtime calls) runs on that stack.
+    pub fn call_stack_at(&self, root: TrackId, ts: i64) -> Option<StackId> {
+        let mut best: Option<(i64, StackId)> = None;
+        for lane in self.of_root.get(&root)? {
+            for o in &self.lanes[lane] {
+                if let Role::Api {
+                    stack: Some(stack), ..
+                } = o.role
+                {
+                    if o.start <= ts && ts <= o.end && best.is_none_or(|(s, _)| o.start >= s) {
+                        best = Some((o.start, stack));
+                    }
+                }
+            }
+        }
+        best.map(|(_, s)| s)
+    }
+
     /// Closes every slice still open; those that never ended close at `trace_end`.
     pub fn close_all(&mut self, trace_end: i64) {
         for open in self.lanes.values_mut() {

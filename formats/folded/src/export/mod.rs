@@ -195,7 +195,15 @@ impl Exporter {
                     .lanes
                     .enclosing(root, start, |r| flow_rank(f.role, r))
                     .expect("just opened");
-                attach(&mut self.gpu, &mut self.prefixes, defs, open, root, &f);
+                attach(
+                    &mut self.gpu,
+                    &mut self.prefixes,
+                    defs,
+                    open,
+                    root,
+                    &f,
+                    None,
+                );
             }
         }
     }
@@ -226,8 +234,20 @@ impl Exporter {
             self.waiting.entry(root).or_default().push(*f);
             return;
         }
+        let around = match f.role {
+            FlowRole::Start => self.lanes.call_stack_at(root, f.ts),
+            _ => None,
+        };
         match self.lanes.enclosing(root, f.ts, |r| flow_rank(f.role, r)) {
-            Some(open) => attach(&mut self.gpu, &mut self.prefixes, defs, open, root, f),
+            Some(open) => attach(
+                &mut self.gpu,
+                &mut self.prefixes,
+                defs,
+                open,
+                root,
+                f,
+                around,
+            ),
             None if f.role == FlowRole::End => {
                 self.gpu.open_flows.remove(&f.id);
             }
@@ -402,7 +422,9 @@ fn flow_rank(role: FlowRole, r: &Role) -> u8 {
 }
 
 /// Binds flow point `f` to the open slice `open` of `root`: a start on a CUDA call opens the
-/// flow; a step or end on GPU work joins the work to the flow's call.
+/// flow (a call without a backtrace takes `around`, that of a CUDA call it runs inside); a step
+/// or end on GPU work joins the work to the flow's call.
+#[allow(clippy::too_many_arguments)]
 fn attach(
     gpu: &mut Gpu,
     prefixes: &mut FxHashMap<TrackId, Option<StackId>>,
@@ -410,6 +432,7 @@ fn attach(
     open: &mut Open,
     root: TrackId,
     f: &FlowPoint,
+    around: Option<StackId>,
 ) {
     let id: FlowId = f.id;
     match (f.role, &mut open.role) {
@@ -428,6 +451,8 @@ fn attach(
                 });
                 gpu.calls.len() as u32 - 1
             });
+            let call = &mut gpu.calls[c as usize];
+            call.stack = call.stack.or(around);
             gpu.open_flows.insert(id, c);
         }
         (
