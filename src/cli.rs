@@ -30,6 +30,9 @@ pub enum Command {
     Info(InfoArgs),
     /// Print a trace as stable text (the form importer tests compare)
     Dump(DumpArgs),
+    /// Durations of events by name and kind (count, total, mean, min, median, p95, max), per
+    /// trace or across traces that vary in one parameter
+    Stats(crate::cmd::stats::StatsArgs),
     /// List the supported formats
     Formats {
         /// List every diagnostic tracex can report instead

@@ -2,6 +2,7 @@ pub mod convert;
 pub mod dump;
 pub mod formats;
 pub mod info;
+pub mod stats;
 
 use std::io::Write;
 
