@@ -2,6 +2,7 @@
 
 mod cli;
 mod cmd;
+mod filter;
 mod formats;
 mod input;
 mod options;

@@ -4,4 +4,5 @@ mod common;
 
 mod chrome;
 mod cli;
+mod filters;
 mod stats;

@@ -64,8 +64,16 @@ pub fn run(args: &ConvertArgs, quiet: bool) -> anyhow::Result<()> {
     let export = format.export.expect("checked");
     let mut defs = Defs::new();
     let sink = export(&target, &opts).with_context(|| format!("cannot create {out}"))?;
-    super::run(&mut sources, &opts, &args.common, &mut defs, sink, quiet)
-        .with_context(|| format!("conversion to {out} failed; nothing was written"))?;
+    super::run(
+        &mut sources,
+        &opts,
+        &args.common,
+        args.align,
+        &mut defs,
+        sink,
+        quiet,
+    )
+    .with_context(|| format!("conversion to {out} failed; nothing was written"))?;
     super::print_diagnostics(&defs, quiet);
     if !quiet {
         let inputs: Vec<String> = sources

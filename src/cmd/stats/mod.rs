@@ -106,6 +106,7 @@ fn read_trace(path: &str, args: &StatsArgs) -> anyhow::Result<collect::TraceStat
         &mut sources,
         &Options::default(),
         &args.common,
+        crate::pipeline::Align::Clock,
         &mut defs,
         Box::new(Forward(sink.clone(), collect::StatsSink::default())),
         true,
