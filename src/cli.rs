@@ -43,9 +43,19 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
-    /// Input traces, then the output path (`-` for stdin as the only input, or stdout as output)
-    #[arg(required = true, num_args = 2.., value_name = "PATH")]
+    /// Input traces, then the output path (`-` for stdin as the only input, or stdout as
+    /// output). Batch mode: folders of traces (with --to, and optionally --out-dir)
+    #[arg(required = true, num_args = 1.., value_name = "PATH")]
     pub paths: Vec<String>,
+
+    /// Batch mode: write the conversions of every trace found under the input folders here,
+    /// keeping their relative layout (default: beside each input)
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub out_dir: Option<String>,
+
+    /// Batch mode: conversions run at once (default: the number of cores)
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
 
     /// Input format, instead of recognising it from the content
     #[arg(long, value_name = "FORMAT")]

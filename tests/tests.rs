@@ -5,4 +5,5 @@ mod common;
 mod chrome;
 mod cli;
 mod filters;
+mod multi;
 mod stats;

@@ -1,3 +1,4 @@
+pub mod batch;
 pub mod convert;
 pub mod dump;
 pub mod formats;
