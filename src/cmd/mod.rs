@@ -64,7 +64,9 @@ pub fn run(
             defs.diag.errors()
         );
     }
+    let spinner = crate::progress::Spinner::start("ordering and writing", quiet);
     chain.finish(defs)?;
+    drop(spinner);
     Ok(())
 }
 
