@@ -76,13 +76,14 @@ pub struct Sorter<S> {
     buf: Vec<(OrderKey, u32, Event)>,
     bytes: usize,
     budget: usize,
-    runs: Vec<(File, u32)>,
+    runs: Vec<Spilled>,
     seq: u64,
-    scratch: Vec<u8>,
     input: u32,
     inputs_begun: u32,
     first_ts: Vec<Option<i64>>,
     offsets: Vec<i64>,
+    /// The run being written in the background while events keep arriving (at most one).
+    spilling: Option<std::thread::JoinHandle<Result<Vec<Spilled>>>>,
 }
 
 impl<S: Sink> Sorter<S> {
@@ -99,11 +100,11 @@ impl<S: Sink> Sorter<S> {
             budget: budget.max(1),
             runs: Vec::new(),
             seq: 0,
-            scratch: Vec::new(),
             input: 0,
             inputs_begun: 0,
             first_ts: vec![None],
             offsets: Vec::new(),
+            spilling: None,
         }
     }
 
@@ -136,42 +137,68 @@ impl<S: Sink> Sorter<S> {
         self.inner
     }
 
-    /// Sorts the buffer by (input, key): one contiguous sorted segment per input.
-    fn sort_buf(&mut self) {
-        self.buf.sort_unstable_by_key(|(k, i, _)| (*i, *k));
+    /// Hands the buffer to a background thread that sorts it and writes it as runs (one per
+    /// input), after the previous one is done: so at most two buffers exist at a time, and the
+    /// spill threshold is half the budget.
+    fn spill(&mut self) -> Result<()> {
+        self.collect_spill()?;
+        let buf = std::mem::take(&mut self.buf);
+        self.bytes = 0;
+        self.spilling = Some(std::thread::spawn(move || write_runs(buf)));
+        Ok(())
     }
 
-    fn spill(&mut self) -> Result<()> {
-        self.sort_buf();
-        let mut start = 0;
-        while start < self.buf.len() {
-            let input = self.buf[start].1;
-            let end = start
-                + self.buf[start..]
-                    .iter()
-                    .take_while(|(_, i, _)| *i == input)
-                    .count();
-            let mut w = BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
-            for (k, _, ev) in &self.buf[start..end] {
-                self.scratch.clear();
-                codec::put_i64(&mut self.scratch, k.ts);
-                self.scratch.push(k.class);
-                codec::put_i64(&mut self.scratch, k.neg_dur);
-                codec::put_u64(&mut self.scratch, k.seq);
-                codec::encode(ev, &mut self.scratch);
-                w.write_all(&(self.scratch.len() as u32).to_le_bytes())?;
-                w.write_all(&self.scratch)?;
-            }
-            let mut f = w.into_inner().map_err(|e| e.into_error())?;
-            f.seek(SeekFrom::Start(0))?;
-            self.runs.push((f, input));
-            start = end;
+    /// Waits for the background spill, if any, and keeps its runs.
+    fn collect_spill(&mut self) -> Result<()> {
+        if let Some(h) = self.spilling.take() {
+            let runs = h.join().map_err(|_| {
+                crate::Error::Unsupported("internal: the spill thread panicked".into())
+            })??;
+            self.runs.extend(runs);
         }
-        self.buf.clear();
-        self.bytes = 0;
         Ok(())
     }
 }
+
+/// Sorts `buf` by (input, key): one contiguous sorted segment per input.
+fn sort_by_input(buf: &mut [(OrderKey, u32, Event)]) {
+    buf.sort_unstable_by_key(|(k, i, _)| (*i, *k));
+}
+
+/// Sorts a buffer and writes one run file per input.
+fn write_runs(mut buf: Vec<(OrderKey, u32, Event)>) -> Result<Vec<Spilled>> {
+    sort_by_input(&mut buf);
+    let mut runs = Vec::new();
+    let mut scratch = Vec::new();
+    let mut start = 0;
+    while start < buf.len() {
+        let input = buf[start].1;
+        let end = start
+            + buf[start..]
+                .iter()
+                .take_while(|(_, i, _)| *i == input)
+                .count();
+        let mut w = BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
+        for (k, _, ev) in &buf[start..end] {
+            scratch.clear();
+            codec::put_i64(&mut scratch, k.ts);
+            scratch.push(k.class);
+            codec::put_i64(&mut scratch, k.neg_dur);
+            codec::put_u64(&mut scratch, k.seq);
+            codec::encode(ev, &mut scratch);
+            w.write_all(&(scratch.len() as u32).to_le_bytes())?;
+            w.write_all(&scratch)?;
+        }
+        let mut f = w.into_inner().map_err(|e| e.into_error())?;
+        f.seek(SeekFrom::Start(0))?;
+        runs.push((f, input));
+        start = end;
+    }
+    Ok(runs)
+}
+
+/// A run written to a temporary file, and the input it belongs to.
+type Spilled = (File, u32);
 
 /// Reads one spilled run back, record by record.
 struct RunReader {
@@ -232,19 +259,20 @@ impl<S: Sink> Sink for Sorter<S> {
         }
         self.bytes += approx_size(&event);
         self.buf.push((key, self.input, event));
-        if self.bytes >= self.budget {
+        if self.bytes >= self.budget / 2 {
             self.spill()?;
         }
         Ok(())
     }
 
     fn finish(&mut self, defs: &mut Defs) -> Result<()> {
-        self.sort_buf();
+        self.collect_spill()?;
+        let mut buf = std::mem::take(&mut self.buf);
+        sort_by_input(&mut buf);
         let offsets = std::mem::take(&mut self.offsets);
-        let offset = |input: u32| offsets.get(input as usize).copied().unwrap_or(0);
         if self.runs.is_empty() && self.input == 0 {
-            let off = offset(0);
-            for (_, _, mut ev) in std::mem::take(&mut self.buf) {
+            let off = offsets.first().copied().unwrap_or(0);
+            for (_, _, mut ev) in buf {
                 if off != 0 {
                     ev.shift(off);
                 }
@@ -252,8 +280,8 @@ impl<S: Sink> Sink for Sorter<S> {
             }
             return self.inner.finish(defs);
         }
-        // k-way merge of the runs on disk and the per-input segments of the last buffer, each
-        // key moved by its input's offset.
+        // The k-way merge (reading and decoding runs) runs on another thread and hands events
+        // over in batches, while this thread feeds them to the sinks behind.
         let mut runs: Vec<(Run, u32)> = std::mem::take(&mut self.runs)
             .into_iter()
             .map(|(f, input)| {
@@ -264,43 +292,91 @@ impl<S: Sink> Sink for Sorter<S> {
                 (Run::Disk(r), input)
             })
             .collect();
-        let mut buf = std::mem::take(&mut self.buf);
         while let Some(&(_, input, _)) = buf.first() {
             let n = buf.iter().take_while(|(_, i, _)| *i == input).count();
             let rest = buf.split_off(n);
             runs.push((Run::Memory(buf.into_iter()), input));
             buf = rest;
         }
-        let mut heads: Vec<Option<Event>> = Vec::with_capacity(runs.len());
-        let mut heap = BinaryHeap::new();
-        let shifted = |mut k: OrderKey, input: u32| {
-            k.ts = k.ts.saturating_add(offset(input));
-            k
-        };
-        for (i, (run, input)) in runs.iter_mut().enumerate() {
-            match run.next()? {
-                Some((k, ev)) => {
-                    heap.push(Reverse((shifted(k, *input), i)));
-                    heads.push(Some(ev));
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Event>>>(4);
+        let merger = std::thread::spawn(move || {
+            if let Err(e) = merge(runs, &offsets, &tx) {
+                let _ = tx.send(Err(e));
+            }
+        });
+        let mut result = Ok(());
+        for batch in rx.iter() {
+            match batch {
+                Ok(events) => {
+                    for ev in events {
+                        if let Err(e) = self.inner.event(defs, ev) {
+                            result = Err(e);
+                            break;
+                        }
+                    }
                 }
-                None => heads.push(None),
+                Err(e) => result = Err(e),
+            }
+            if result.is_err() {
+                break;
             }
         }
-        while let Some(Reverse((_, i))) = heap.pop() {
-            let mut ev = heads[i].take().expect("head present");
-            let input = runs[i].1;
-            let off = offset(input);
-            if off != 0 {
-                ev.shift(off);
-            }
-            self.inner.event(defs, ev)?;
-            if let Some((k, ev)) = runs[i].0.next()? {
-                heads[i] = Some(ev);
-                heap.push(Reverse((shifted(k, input), i)));
-            }
-        }
+        drop(rx);
+        let _ = merger.join();
+        result?;
         self.inner.finish(defs)
     }
+}
+
+/// Merges sorted runs, each moved by its input's offset, and sends the events in batches.
+fn merge(
+    mut runs: Vec<(Run, u32)>,
+    offsets: &[i64],
+    tx: &std::sync::mpsc::SyncSender<Result<Vec<Event>>>,
+) -> Result<()> {
+    const BATCH: usize = 4096;
+    let offset = |input: u32| offsets.get(input as usize).copied().unwrap_or(0);
+    let shifted = |mut k: OrderKey, input: u32| {
+        k.ts = k.ts.saturating_add(offset(input));
+        k
+    };
+    let mut heads: Vec<Option<Event>> = Vec::with_capacity(runs.len());
+    let mut heap = BinaryHeap::new();
+    for (i, (run, input)) in runs.iter_mut().enumerate() {
+        match run.next()? {
+            Some((k, ev)) => {
+                heap.push(Reverse((shifted(k, *input), i)));
+                heads.push(Some(ev));
+            }
+            None => heads.push(None),
+        }
+    }
+    let mut batch = Vec::with_capacity(BATCH);
+    while let Some(Reverse((_, i))) = heap.pop() {
+        let mut ev = heads[i].take().expect("head present");
+        let input = runs[i].1;
+        let off = offset(input);
+        if off != 0 {
+            ev.shift(off);
+        }
+        batch.push(ev);
+        if batch.len() == BATCH
+            && tx
+                .send(Ok(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))))
+                .is_err()
+        {
+            // the receiver stopped (an error downstream)
+            return Ok(());
+        }
+        if let Some((k, ev)) = runs[i].0.next()? {
+            heads[i] = Some(ev);
+            heap.push(Reverse((shifted(k, input), i)));
+        }
+    }
+    if !batch.is_empty() {
+        let _ = tx.send(Ok(batch));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
