@@ -14,7 +14,7 @@ demo: build
 
 test: setup
 	cargo build --release --locked
-	TRACEX_BIN=$(CURDIR)/target/release/tracex cargo test --locked --workspace -- --test-threads=2
+	TRACEX_BIN=$(CURDIR)/target/release/tracex cargo test --locked --workspace -- --test-threads=2 --show-output
 
 lint:
 	cargo fmt --all -- --check

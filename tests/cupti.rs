@@ -503,7 +503,8 @@ fn merge_keeps_each_process_to_its_own_launches() {
         dir.path(),
     );
     assert_eq!(counts(&got), per_process);
-    // process and thread root frames keep the two apart in the flame graph too
+    // process root frames keep the two apart in the flame graph too (with several inputs, a
+    // process is named after the input it came from)
     let prefixed = merge(
         &[&cpu, &own("app_gpu.txt"), &own("worker_gpu.txt")],
         &["--prefix", "process"],
@@ -511,7 +512,8 @@ fn merge_keeps_each_process_to_its_own_launches() {
     );
     for l in prefixed.lines() {
         assert!(
-            l.starts_with("llm_infer (pid 4242);") || l.starts_with("decode_worker (pid 5151);"),
+            l.starts_with("[two_procs_cpu.txt] llm_infer (pid 4242);")
+                || l.starts_with("[two_procs_cpu.txt] decode_worker (pid 5151);"),
             "{l}"
         );
     }

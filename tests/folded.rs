@@ -508,8 +508,17 @@ fn wrong_view_or_weight_is_a_clear_error() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!out.exists());
     }
-    let err = run_err(&["convert", "--tolerance-ms=-1", s(&stacks), s(&out)]);
-    assert!(err.contains("--tolerance-ms"), "{err}");
+    // a usage error: clap's exit code 2
+    let o = tracex()
+        .args(["convert", "--tolerance-ms=-1", s(&stacks), s(&out)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--tolerance-ms") && err.contains("non-negative"),
+        "{err}"
+    );
 }
 
 /// Chrome traces fold by thread nesting; the overlap router's lanes keep overlapping slices

@@ -5,4 +5,7 @@ mod common;
 mod chrome;
 mod cli;
 mod cupti;
+mod filters;
 mod folded;
+mod multi;
+mod stats;

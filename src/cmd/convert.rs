@@ -12,7 +12,7 @@ use crate::formats::{self, Format};
 use crate::input::same_file;
 use crate::options::Options;
 
-fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static Format> {
+pub fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static Format> {
     let names = || {
         formats::formats()
             .filter(|f| f.export.is_some())
@@ -40,9 +40,34 @@ fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static Format>
     })
 }
 
+/// The options of every format, from the command line.
+pub fn options(args: &ConvertArgs) -> Options {
+    let mut opts = Options::default();
+    args.chrome.apply(&mut opts);
+    args.folded.apply(&mut opts);
+    opts
+}
+
 pub fn run(args: &ConvertArgs, quiet: bool) -> anyhow::Result<()> {
-    let (out, ins) = args.paths.split_last().expect("clap requires two paths");
+    if let Some(plan) = super::batch::plan(args)? {
+        return super::batch::run(args, &plan, quiet);
+    }
+    let (out, ins) = args.paths.split_last().expect("clap requires one path");
+    if ins.is_empty() {
+        bail!("give the output path after the input(s): tracex convert IN... OUT (or folders with --to for a batch)");
+    }
     let format = output_format(out, args.to.as_deref())?;
+    convert_one(ins, out, format, args, quiet)
+}
+
+/// Converts `ins` into one output `out` of `format`.
+pub fn convert_one(
+    ins: &[String],
+    out: &str,
+    format: &'static Format,
+    args: &ConvertArgs,
+    quiet: bool,
+) -> anyhow::Result<()> {
     let target = if out == "-" {
         OutputTarget::Stdout
     } else {
@@ -57,16 +82,22 @@ pub fn run(args: &ConvertArgs, quiet: bool) -> anyhow::Result<()> {
         }
         OutputTarget::Path(p)
     };
-    let mut opts = Options::default();
-    args.chrome.apply(&mut opts);
-    args.folded.apply(&mut opts)?;
+    let opts = options(args);
     let started = Instant::now();
     let mut sources = super::open_sources(ins, args.from.as_deref())?;
     let export = format.export.expect("checked");
     let mut defs = Defs::new();
     let sink = export(&target, &opts).with_context(|| format!("cannot create {out}"))?;
-    super::run(&mut sources, &opts, &args.common, &mut defs, sink, quiet)
-        .with_context(|| format!("conversion to {out} failed; nothing was written"))?;
+    super::run(
+        &mut sources,
+        &opts,
+        &args.common,
+        args.align,
+        &mut defs,
+        sink,
+        quiet,
+    )
+    .with_context(|| format!("conversion to {out} failed; nothing was written"))?;
     super::print_diagnostics(&defs, quiet);
     if !quiet {
         let inputs: Vec<String> = sources

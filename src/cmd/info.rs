@@ -76,6 +76,7 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
         &mut sources,
         &Options::default(),
         &args.common,
+        crate::pipeline::Align::Clock,
         &mut defs,
         Box::new(InfoSink(counts.clone())),
         quiet,

@@ -1,6 +1,5 @@
 //! Folded stacks in the registry, and their command-line options.
 
-use anyhow::bail;
 use clap::ValueEnum;
 use tracex_folded::options::{Dialect, Fold, Weight};
 use tracex_ir::io::OutputTarget;
@@ -94,7 +93,7 @@ pub struct FoldedArgs {
 
     /// GPU view: how close in time (ms, exclusive) a CPU stack caught at cudaLaunchKernel must be
     /// to the launch call it is matched with
-    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    #[arg(long, value_name = "MS", default_value_t = 10.0, value_parser = tolerance_ms)]
     pub tolerance_ms: f64,
 
     /// GPU view: print matched and unmatched stacks, kernel counts and GPU time on stderr
@@ -106,8 +105,18 @@ pub struct FoldedArgs {
     pub folded_input: DialectArg,
 }
 
+/// A tolerance: a non-negative, finite number of milliseconds.
+fn tolerance_ms(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms >= 0.0 => Ok(ms),
+        _ => Err(format!(
+            "{text:?} is not a non-negative number of milliseconds"
+        )),
+    }
+}
+
 impl FoldedArgs {
-    pub fn apply(&self, opts: &mut Options) -> anyhow::Result<()> {
+    pub fn apply(&self, opts: &mut Options) {
         let e = &mut opts.folded_export;
         e.fold = match self.fold {
             FoldArg::Auto => Fold::Auto,
@@ -123,9 +132,6 @@ impl FoldedArgs {
         });
         e.prefix.process = self.prefix.contains(&PrefixArg::Process);
         e.prefix.thread = self.prefix.contains(&PrefixArg::Thread);
-        if !(self.tolerance_ms.is_finite() && self.tolerance_ms >= 0.0) {
-            bail!("--tolerance-ms must be a non-negative number of milliseconds");
-        }
         e.tolerance_ns = (self.tolerance_ms * 1e6).round() as i64;
         e.summary = self.summary;
         opts.folded_import.dialect = match self.folded_input {
@@ -133,6 +139,5 @@ impl FoldedArgs {
             DialectArg::Plain => Dialect::Plain,
             DialectArg::Extended => Dialect::Extended,
         };
-        Ok(())
     }
 }

@@ -71,6 +71,8 @@ pub fn for_output_name(name: &str) -> Option<&'static Format> {
 /// Every diagnostic kind tracex can report.
 pub fn all_diagnostics() -> Vec<&'static DiagKind> {
     let mut v: Vec<&'static DiagKind> = tracex_ir::diag::kinds::ALL.to_vec();
+    v.extend_from_slice(crate::filter::DIAGNOSTICS);
+    v.extend_from_slice(crate::pipeline::DIAGNOSTICS);
     for f in formats() {
         v.extend_from_slice(f.diagnostics);
     }

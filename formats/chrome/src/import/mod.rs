@@ -731,9 +731,10 @@ impl Importer {
     fn finish(mut self, ctx: &mut ImportCtx) -> Result<()> {
         // Slices begun and never ended stay open.
         for s in self.open.drain() {
+            let detail = format!("{:?} at ts {} ns", ctx.defs.str(s.name), s.ts);
             ctx.defs
                 .diag
-                .record(&ir_kinds::OPEN_SLICE, Location::Nowhere);
+                .record_detail(&ir_kinds::OPEN_SLICE, Location::Nowhere, detail);
             ctx.emit(Event::Slice(s))?;
         }
         for pairer in [
