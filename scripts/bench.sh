@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Converts generated large traces and prints throughput and peak RSS for each conversion.
-# Usage: scripts/bench.sh [section...]   (sections: chrome; default: all)
+# Usage: scripts/bench.sh [section...]   (sections: chrome merge; default: all)
+# merge: set TRACEX_REFERENCE_MERGE=/path/to/merge_gpu_cpu_trace.py to also time the reference
+# script (not part of tracex) on 20k launches.
 # Inputs are generated under bench-out/ (not committed). Run by `make bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,16 +12,16 @@ gen=target/release/tracex-gen
 out=bench-out
 mkdir -p "$out"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(chrome)
+[ ${#sections[@]} -eq 0 ] && sections=(chrome merge)
 
 # measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, MB/s, peak RSS.
 measure() {
   local label=$1 bytes=$2; shift 2
   local t; t=$(mktemp)
-  /usr/bin/time -f "%e %M" -o "$t" "$@" >/dev/null
-  read -r secs kb < "$t"; rm -f "$t"
-  awk -v l="$label" -v s="$secs" -v k="$kb" -v b="$bytes" \
-    'BEGIN { printf "%-48s %7.2f s %9.1f MB/s %8.1f MB peak RSS\n", l, s, (s > 0 ? b / 1e6 / s : 0), k / 1024 }'
+  /usr/bin/time -f "%e %M %U %S" -o "$t" "$@" >/dev/null
+  read -r secs kb user sys < "$t"; rm -f "$t"
+  awk -v l="$label" -v s="$secs" -v k="$kb" -v b="$bytes" -v c="$(awk -v u="$user" -v y="$sys" 'BEGIN { print u + y }')" \
+    'BEGIN { printf "%-48s %7.2f s (cpu %6.2f s) %9.1f MB/s %8.1f MB peak RSS\n", l, s, c, (s > 0 ? b / 1e6 / s : 0), k / 1024 }'
 }
 
 size() { stat -c %s "$1"; }
@@ -34,6 +36,31 @@ for s in "${sections[@]}"; do
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
       measure "chrome -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json"
       measure "chrome -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json.gz"
+      ;;
+    merge)
+      # The GPU flame-graph merge: uprobe CPU stacks + CUPTI records -> folded.
+      for n in 100000 1000000; do
+        cpu=$out/merge-$n-cpu.txt; gpu=$out/merge-$n-gpu.json; text=$out/merge-$n-gpu.txt
+        [ -f "$gpu" ] || "$gen" cupti --launches "$n" --cpu "$cpu" --gpu "$gpu"
+        [ -f "$text" ] || "$gen" cupti --launches "$n" --cpu "$cpu" --gpu "$text" --gpu-format text
+        echo "== merge: $n launches"
+        measure "CPU stacks + CUPTI JSON -> folded" "$(( $(size "$cpu") + $(size "$gpu") ))" \
+          "$bin" -q convert -f "$cpu" "$gpu" "$out/merge-$n.folded"
+        measure "CPU stacks + CUPTI text -> folded" "$(( $(size "$cpu") + $(size "$text") ))" \
+          "$bin" -q convert -f "$cpu" "$text" "$out/merge-$n-text.folded"
+      done
+      if [ -n "${TRACEX_REFERENCE_MERGE:-}" ]; then
+        cpu=$out/merge-20000-cpu.txt; gpu=$out/merge-20000-gpu.json
+        [ -f "$gpu" ] || "$gen" cupti --launches 20000 --cpu "$cpu" --gpu "$gpu"
+        "$bin" -q convert -f "$cpu" "$gpu" "$out/merge-20000.folded"
+        echo "== merge: 20000 launches, the reference script against tracex"
+        measure "merge_gpu_cpu_trace.py" "$(( $(size "$cpu") + $(size "$gpu") ))" \
+          python3 "$TRACEX_REFERENCE_MERGE" -c "$cpu" -g "$gpu" -o "$out/merge-20000-ref.folded"
+        measure "tracex" "$(( $(size "$cpu") + $(size "$gpu") ))" \
+          "$bin" -q convert -f "$cpu" "$gpu" "$out/merge-20000.folded"
+        cmp -s "$out/merge-20000.folded" "$out/merge-20000-ref.folded" && echo "same lines as the reference" \
+          || echo "OUTPUTS DIFFER from the reference"
+      fi
       ;;
     *) echo "unknown section $s" >&2; exit 2 ;;
   esac

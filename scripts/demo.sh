@@ -13,8 +13,12 @@ echo
 for target in "$out/trace.json" "$out/trace.json.gz"; do
   "$bin" convert --force "$in" "$target"
 done
+"$bin" convert --force --fold timeline --prefix thread "$in" "$out/timeline.folded"
+# GPU flame graph: uprobe CPU stacks joined to CUPTI kernels (fixtures/cupti/README.md)
+"$bin" convert --force --summary fixtures/cupti/app_cpu.txt fixtures/cupti/app_gpu.txt "$out/gpu_by_cpu_stack.folded"
 echo
 echo "== outputs in $out/:"
 ls -l "$out"
 echo
-echo "Open $out/trace.json in https://ui.perfetto.dev or chrome://tracing."
+echo "Open $out/trace.json in https://ui.perfetto.dev or chrome://tracing;"
+echo "render the .folded files with inferno-flamegraph (> x.svg) or open them in speedscope."

@@ -8,9 +8,10 @@ use clap::{Args, Parser, Subcommand};
     version,
     about = "Convert GPU and CPU performance traces between formats, without losing data",
     long_about = "Convert GPU and CPU performance traces between formats, without losing data.\n\n\
-Inputs are recognised by their content (gzip is undone transparently): Chrome Trace Event JSON.\n\
-Outputs are chosen by --to or by the output's file name: .json / .json.gz (Chrome JSON).\n\n\
-Examples:\n  tracex convert trace.json.gz out.json\n  tracex info trace.json\n  tracex dump trace.json | less\n  tracex formats",
+Inputs are recognised by their content (gzip is undone transparently): Chrome Trace Event JSON,\n\
+folded stacks, CUPTI records.\n\
+Outputs are chosen by --to or by the output's file name: .json / .json.gz (Chrome JSON), .folded.\n\n\
+Examples:\n  tracex convert trace.json.gz out.json\n  tracex convert cpu_results.txt gpu_results.json merged.folded\n  tracex info trace.json\n  tracex dump trace.json | less\n  tracex formats",
     propagate_version = true
 )]
 pub struct Cli {
@@ -78,6 +79,9 @@ pub struct ConvertArgs {
 
     #[command(flatten, next_help_heading = "Chrome JSON")]
     pub chrome: crate::formats::chrome::ChromeArgs,
+
+    #[command(flatten, next_help_heading = "Folded stacks (flame graphs)")]
+    pub folded: crate::formats::folded::FoldedArgs,
 }
 
 /// Options shared by every command that reads traces.

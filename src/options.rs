@@ -5,4 +5,6 @@
 pub struct Options {
     pub chrome_import: tracex_chrome::ImportOptions,
     pub chrome_export: tracex_chrome::ExportOptions,
+    pub folded_import: tracex_folded::ImportOptions,
+    pub folded_export: tracex_folded::ExportOptions,
 }

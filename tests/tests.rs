@@ -4,6 +4,8 @@ mod common;
 
 mod chrome;
 mod cli;
+mod cupti;
 mod filters;
+mod folded;
 mod multi;
 mod stats;

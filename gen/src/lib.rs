@@ -2,3 +2,4 @@
 
 pub mod baseline;
 pub mod chrome;
+pub mod cupti;

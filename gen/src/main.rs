@@ -1,7 +1,7 @@
 //! `tracex-gen`: writes large synthetic traces of each input format, for benchmarks
 //! (`scripts/bench.sh`). Output is deterministic for given arguments.
 
-use tracex_gen::chrome;
+use tracex_gen::{chrome, cupti};
 
 mod measure;
 
@@ -19,6 +19,9 @@ enum What {
     /// A PyTorch-profiler-like Chrome JSON trace: CPU ops launching kernels with flows,
     /// GPU streams, counters
     Chrome(chrome::Args),
+    /// A matching pair of GPU flame-graph inputs: uprobe CPU stacks at each cudaLaunchKernel
+    /// (extended folded) and the CUPTI records of the launches (JSON or text)
+    Cupti(cupti::Args),
     /// Time the Chrome importer against plain serde_json typed parsing of the same file
     Measure(measure::Args),
 }
@@ -26,6 +29,7 @@ enum What {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().what {
         What::Chrome(a) => chrome::run(&a),
+        What::Cupti(a) => cupti::run(&a),
         What::Measure(a) => measure::run(&a),
     }
 }

@@ -44,6 +44,7 @@ pub fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static For
 pub fn options(args: &ConvertArgs) -> Options {
     let mut opts = Options::default();
     args.chrome.apply(&mut opts);
+    args.folded.apply(&mut opts);
     opts
 }
 

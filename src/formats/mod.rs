@@ -2,6 +2,8 @@
 //! glue (registry entry, command-line options) lives in its own module here.
 
 pub mod chrome;
+pub mod cupti;
+pub mod folded;
 
 use tracex_ir::diag::DiagKind;
 use tracex_ir::io::OutputTarget;
@@ -38,10 +40,13 @@ pub struct Format {
     #[allow(dead_code)] // read by file-based importers' registry entries
     pub input: InputKind,
     pub diagnostics: &'static [&'static DiagKind],
+    /// The format this one is a more specific reading of (CUPTI's Chrome JSON is Chrome JSON):
+    /// when both sniff the same input equally sure, the refining format wins.
+    pub refines: Option<&'static str>,
 }
 
 /// Every format, in the order `tracex formats` lists them.
-static FORMATS: &[&Format] = &[&chrome::FORMAT];
+static FORMATS: &[&Format] = &[&chrome::FORMAT, &cupti::FORMAT, &folded::FORMAT];
 
 pub fn formats() -> impl Iterator<Item = &'static Format> {
     FORMATS.iter().copied()
