@@ -103,3 +103,24 @@ fn info_counts_events() {
         "{text}"
     );
 }
+
+/// `tracex dump big.json | head` must not panic or fail when the reader goes away.
+#[test]
+fn closed_stdout_is_not_an_error() {
+    use std::io::Read;
+    for cmd in ["dump", "info"] {
+        let mut child = tracex()
+            .args([cmd, &demo()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 8];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // stdout is closed now; whatever is written after this fails with EPIPE
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{cmd}: {err}");
+        assert!(out.status.success(), "{cmd}: {:?} {err}", out.status);
+    }
+}
