@@ -108,9 +108,16 @@ fn info_counts_events() {
 #[test]
 fn closed_stdout_is_not_an_error() {
     use std::io::Read;
+    // big enough that the output cannot fit in the pipe's buffer
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    let events: Vec<String> = (0..20_000)
+        .map(|i| format!(r#"{{"ph":"X","name":"e{i}","pid":1,"tid":{},"ts":{i},"dur":1}}"#, i % 500))
+        .collect();
+    std::fs::write(&big, format!("[{}]", events.join(","))).unwrap();
     for cmd in ["dump", "info"] {
         let mut child = tracex()
-            .args([cmd, &demo()])
+            .args([cmd, big.to_str().unwrap()])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
