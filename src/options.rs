@@ -5,4 +5,8 @@
 pub struct Options {
     pub chrome_import: tracex_chrome::ImportOptions,
     pub chrome_export: tracex_chrome::ExportOptions,
+    #[cfg(feature = "otf2")]
+    pub otf2_import: tracex_otf2::ImportOptions,
+    #[cfg(feature = "otf2")]
+    pub otf2_export: tracex_otf2::ExportOptions,
 }

@@ -1,0 +1,35 @@
+//! Options of the OTF2 importer and exporter.
+
+use std::path::PathBuf;
+
+/// Import options.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct ImportOptions {}
+
+/// Export options.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ExportOptions {
+    /// A TensorFlow memory profile (`*.memory_profile.json[.gz]`) whose allocators are written
+    /// beside the trace, as the reference converter does.
+    pub memory_profile: Option<PathBuf>,
+    /// Size of libotf2's event buffer per location; a full buffer is flushed to disk.
+    pub chunk_size: u64,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions {
+            memory_profile: None,
+            chunk_size: 1 << 20,
+        }
+    }
+}
+
+impl ExportOptions {
+    pub fn with_memory_profile(mut self, path: Option<PathBuf>) -> Self {
+        self.memory_profile = path;
+        self
+    }
+}
