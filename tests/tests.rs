@@ -4,3 +4,4 @@ mod common;
 
 mod chrome;
 mod cli;
+mod otf2;

@@ -81,6 +81,10 @@ fn typed(key: &str, v: &J) -> Value {
         if let Some(u) = parsed {
             return Value::UInt(u);
         }
+        // int64 fields can be negative (stepId -1 before the first step)
+        if let Some(i) = v.as_str().and_then(|s| s.parse::<i64>().ok()) {
+            return Value::Int(i);
+        }
     }
     match v {
         J::Null => Value::Null,

@@ -72,6 +72,9 @@ pub struct Handler<'a, 'c> {
     pub d: &'a Otf2Defs,
     open: FxHashMap<u64, Vec<Open>>,
     pub flows: FlowPairer<FlowKey>,
+    /// Points of tracex's own flows, paired at the end: at equal times libotf2 gives events
+    /// of different locations in no particular order, and their roles are known.
+    tracex_points: Vec<(u64, PendingFlowPoint)>,
     pairs: u64,
     mailboxes: FxHashMap<(u32, u64, u64, u32), Mailbox>,
     /// RMA operations waiting for their completion, by (origin, window, matching id).
@@ -94,6 +97,7 @@ impl<'a, 'c> Handler<'a, 'c> {
             d,
             open: FxHashMap::default(),
             flows: FlowPairer::default(),
+            tracex_points: Vec::new(),
             pairs: 0,
             mailboxes: FxHashMap::default(),
             rma: FxHashMap::default(),
@@ -267,8 +271,8 @@ impl<'a, 'c> Handler<'a, 'c> {
                     1 => FlowRole::Step,
                     _ => FlowRole::End,
                 };
-                self.flows.push(
-                    FlowKey::Tracex(id),
+                self.tracex_points.push((
+                    id,
                     PendingFlowPoint {
                         role,
                         track,
@@ -282,7 +286,7 @@ impl<'a, 'c> Handler<'a, 'c> {
                         cat: x.flow_cat,
                         location: self.here(),
                     },
-                );
+                ));
             }
             return Ok(());
         }
@@ -319,6 +323,12 @@ impl<'a, 'c> Handler<'a, 'c> {
 
     /// Emits what is still open and pending at the end of the archive.
     pub fn finish(&mut self) -> Result<()> {
+        // Start before step before end at equal times, so the pairer sees each chain in order.
+        let mut points = std::mem::take(&mut self.tracex_points);
+        points.sort_by_key(|(_, p)| (p.ts, p.role));
+        for (id, p) in points {
+            self.flows.push(FlowKey::Tracex(id), p);
+        }
         let mut locs: Vec<u64> = self.open.keys().copied().collect();
         locs.sort_unstable();
         for loc in locs {
