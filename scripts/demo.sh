@@ -10,11 +10,11 @@ mkdir -p "$out"
 echo "== input: $in"
 "$bin" info "$in"
 echo
-for target in "$out/trace.json" "$out/trace.json.gz"; do
+for target in "$out/trace.json" "$out/trace.json.gz" "$out/trace.otf2"; do
   "$bin" convert --force "$in" "$target"
 done
 echo
 echo "== outputs in $out/:"
 ls -l "$out"
 echo
-echo "Open $out/trace.json in https://ui.perfetto.dev or chrome://tracing."
+echo "Open $out/trace.json in https://ui.perfetto.dev or chrome://tracing, $out/trace.otf2 in Vampir."

@@ -14,7 +14,7 @@ kinds! {
     EXPORT_UNTIMED_SAMPLE = "otf2_untimed_sample_dropped", Warning,
         "a stack sample without a time (folded-stack input) cannot be placed on an OTF2 timeline; it was not written";
     EXPORT_NUL_REPLACED = "otf2_nul_in_string", Warning,
-        "a name or string value contained a NUL byte, which OTF2 strings cannot hold; it was replaced by U+FFFD";
+        "a name contained a NUL byte, which OTF2 strings cannot hold; it was replaced by U+FFFD (argument values with NUL bytes are kept exactly, JSON-escaped)";
     EXPORT_OPEN_SLICE = "otf2_open_slice_closed_at_end", Info,
         "a slice that never ended got its Leave at the end of the trace (marked tracex:open, so tracex reads it back as open)";
     EXPORT_FLOW_NOT_DRAWN = "otf2_flow_arrow_not_drawn", Warning,

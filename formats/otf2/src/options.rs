@@ -26,10 +26,3 @@ impl Default for ExportOptions {
         }
     }
 }
-
-impl ExportOptions {
-    pub fn with_memory_profile(mut self, path: Option<PathBuf>) -> Self {
-        self.memory_profile = path;
-        self
-    }
-}

@@ -74,6 +74,8 @@ pub struct Exporter {
     locs: Locations,
     held: Vec<VecDeque<Queued>>,
     held_total: usize,
+    /// Most events held back at once (memory bound, checked by tests).
+    max_held: usize,
     regions: Regions,
     attrs: Attributes,
     metrics: Metrics,
@@ -126,6 +128,7 @@ impl Exporter {
             locs: Locations::default(),
             held: Vec::new(),
             held_total: 0,
+            max_held: 0,
             regions: Regions::default(),
             attrs: Attributes::default(),
             metrics: Metrics::default(),
@@ -508,6 +511,7 @@ impl Exporter {
         if !self.held[loc as usize].is_empty() {
             self.held[loc as usize].push_back(item);
             self.held_total += 1;
+            self.max_held = self.max_held.max(self.held_total);
             while self.held_total > MAX_HELD {
                 let longest = (0..self.held.len())
                     .max_by_key(|&l| self.held[l].len())
@@ -519,6 +523,7 @@ impl Exporter {
         if let Some(wait) = self.process(defs, loc, item)? {
             self.held[loc as usize].push_front(wait);
             self.held_total += 1;
+            self.max_held = self.max_held.max(self.held_total);
         }
         Ok(())
     }
@@ -530,6 +535,8 @@ impl Exporter {
             if let Some(wait) = self.process(defs, loc, item)? {
                 self.held[loc as usize].push_front(wait);
                 self.held_total += 1;
+                self.max_held = self.max_held.max(self.held_total);
+                self.max_held = self.max_held.max(self.held_total);
                 break;
             }
         }

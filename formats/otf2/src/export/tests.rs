@@ -76,3 +76,48 @@ fn writes_a_readable_archive() {
         .unwrap();
     }
 }
+
+/// A long sorted stream (as the nsys importer pushes it): kernels launched from a thread run
+/// later on a stream, linked by flows. What the exporter holds stays bounded by the launch
+/// latency, not by the length of the trace.
+#[test]
+fn memory_does_not_grow_with_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut held = Vec::new();
+    for steps in [1_000i64, 20_000] {
+        let mut b = TraceBuilder::new();
+        let p = b.process(1, "app");
+        let cpu = b.thread(p, 1, "main");
+        let gpu = b.device(0, "GPU 0");
+        let stream = b.gpu_stream(gpu, 0, 1);
+        for i in 0..steps {
+            let t = i * 1_000;
+            b.slice(cpu, t, 100, "cudaLaunchKernel");
+            b.cat("cuda_runtime");
+            // the kernel starts 5 launches later
+            b.slice(stream, t + 5_050, 900, "kernel");
+            b.cat("kernel");
+            b.flow((cpu, t + 50), (stream, t + 5_050), "launch");
+        }
+        let mut t = b.finish();
+        // already in order, as a sorted importer delivers
+        let mut exp = Exporter::create(
+            &dir.path().join(format!("m{steps}.otf2")),
+            &ExportOptions::default(),
+        )
+        .unwrap();
+        let mut events = std::mem::take(&mut t.events);
+        events.sort_by_key(|e| tracex_ir::order::OrderKey::of(e, 0));
+        for e in events {
+            exp.event(&mut t.defs, e).unwrap();
+        }
+        held.push(exp.max_held);
+        assert_eq!(exp.flows.in_flight(), 0);
+        exp.finish(&mut t.defs).unwrap();
+    }
+    assert_eq!(
+        held[0], held[1],
+        "held back events grew with the trace: {held:?}"
+    );
+    assert!(held[1] < 40, "{held:?}");
+}

@@ -9,7 +9,7 @@
 use otf2_sys as sys;
 use rustc_hash::{FxHashMap, FxHashSet};
 use tracex_ir::{
-    Args, CounterDef, CounterId, Defs, NamePriority, Process, ProcessId, ProcessKind, StackId,
+    Arg, Args, CounterDef, CounterId, Defs, NamePriority, Process, ProcessId, ProcessKind, StackId,
     StrId, Track, TrackId, TrackKind, Value,
 };
 
@@ -29,6 +29,19 @@ pub enum AttrMap {
         escaped: bool,
     },
     Internal(Internal),
+}
+
+impl AttrMap {
+    /// A value with no tracex encoding (properties of foreign archives).
+    pub fn plain() -> AttrMap {
+        AttrMap::Arg {
+            key: StrId::EMPTY,
+            as_json: false,
+            as_bool: false,
+            as_null: false,
+            escaped: false,
+        }
+    }
 }
 
 /// What a region stands for in the IR.
@@ -224,11 +237,23 @@ impl Mapping {
             };
             let name = defs.intern(d.s(g.name));
             let host = host_node.map(|n| defs.intern(d.s(n.name)));
+            // Properties of the group and of the node it sits under (a GPU's name, UUID, ...).
+            let props = parent
+                .map_or(&[][..], |n| &n.props[..])
+                .iter()
+                .chain(&g.props);
+            let meta = props
+                .map(|&(k, v)| Arg {
+                    key: defs.intern(d.s(k)),
+                    value: Mapping::value(d, AttrMap::plain(), v),
+                })
+                .collect();
             let p = defs.add_process(Process {
                 kind,
                 name: Some(name),
                 name_priority: NamePriority::Explicit,
                 host,
+                meta,
                 ..Process::default()
             });
             self.group_process.insert(r, Some(p));
@@ -280,7 +305,21 @@ impl Mapping {
                         sort_index: None,
                     })
                 }
-                _ => self.thread_track(defs, process, name),
+                _ => {
+                    let t = self.thread_track(defs, process, name);
+                    if let TrackKind::Thread(th) = defs.track(t).kind {
+                        let meta: Args = l
+                            .props
+                            .iter()
+                            .map(|&(k, v)| Arg {
+                                key: defs.intern(d.s(k)),
+                                value: Mapping::value(d, AttrMap::plain(), v),
+                            })
+                            .collect();
+                        defs.thread_mut(th).meta = meta;
+                    }
+                    t
+                }
             };
             self.loc_track.insert(r, track);
         }
