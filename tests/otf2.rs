@@ -21,6 +21,27 @@ fn own(name: &str) -> PathBuf {
     root().join("fixtures").join(name)
 }
 
+/// The project's Chrome fixtures with the most varied content (equal timestamps, overlaps,
+/// open slices, string ids, sub-µs times, samples, every phase).
+fn own_inputs() -> Vec<PathBuf> {
+    let mut v = vec![
+        own("demo/gpu_training_step.json"),
+        own("otf2/tf_trace.json"),
+    ];
+    for name in [
+        "all_phases.json",
+        "equal_timestamps.json",
+        "partial_overlap.json",
+        "missing_end.json",
+        "string_pids.json",
+        "precision.json",
+        "unterminated_array.json",
+    ] {
+        v.push(own("chrome").join(name));
+    }
+    v
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
@@ -147,18 +168,7 @@ fn every_archive_passes_otf2_print_and_the_checker() {
     for sub in ["chrome", "nsys", "otf2"] {
         inputs.extend(corpus_files(sub));
     }
-    inputs.push(own("demo/gpu_training_step.json"));
-    inputs.push(own("otf2/tf_trace.json"));
-    for name in [
-        "all_phases.json",
-        "equal_timestamps.json",
-        "partial_overlap.json",
-        "missing_end.json",
-        "string_pids.json",
-        "precision.json",
-    ] {
-        inputs.push(own("chrome").join(name));
-    }
+    inputs.extend(own_inputs());
     let (mut checked, mut unknown) = (0, 0);
     for (i, input) in inputs.iter().enumerate() {
         let out = dir.path().join(format!("a{i}.otf2"));
@@ -281,19 +291,7 @@ fn otf2_round_trips_are_exact() {
 fn chrome_round_trips_through_otf2() {
     let dir = tempfile::tempdir().unwrap();
     let mut inputs = corpus_files("chrome");
-    inputs.push(own("demo/gpu_training_step.json"));
-    inputs.push(own("otf2/tf_trace.json"));
-    for name in [
-        "all_phases.json",
-        "equal_timestamps.json",
-        "partial_overlap.json",
-        "missing_end.json",
-        "string_pids.json",
-        "precision.json",
-        "unterminated_array.json",
-    ] {
-        inputs.push(own("chrome").join(name));
-    }
+    inputs.extend(own_inputs());
     for (i, input) in inputs.iter().enumerate() {
         let archive = dir.path().join(format!("c{i}.otf2"));
         let back = dir.path().join(format!("c{i}.json"));

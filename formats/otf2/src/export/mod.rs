@@ -65,11 +65,23 @@ enum Queued {
     },
 }
 
+/// The fields of a slice or instant written with its Enter.
+struct Entered<'a> {
+    name: tracex_ir::StrId,
+    cat: Option<tracex_ir::StrId>,
+    instant: bool,
+    args: &'a tracex_ir::Args,
+    color: Option<tracex_ir::StrId>,
+    stack: Option<tracex_ir::StackId>,
+    thread_times: (Option<i64>, Option<i64>),
+}
+
 /// Writes an OTF2 archive. Implements [`Sink`]; the archive appears at its destination only
 /// when `finish` succeeds.
 pub struct Exporter {
-    staging: Option<Staging>,
+    // Dropped in this order: libotf2's handle first, then the temporary directory.
     ar: Option<ArchiveWriter>,
+    staging: Option<Staging>,
     strings: Strings,
     locs: Locations,
     held: Vec<VecDeque<Queued>>,
@@ -182,6 +194,13 @@ impl Exporter {
         Ok(l)
     }
 
+    /// Moves `loc` to time `ts`: writes the Leaves due by then; returns the tick of `ts`.
+    fn advance(&mut self, loc: u32, ts: i64) -> Result<u64> {
+        self.flush(loc, ts)?;
+        self.end = self.end.max(ts);
+        self.tick(ts)
+    }
+
     /// Writes the Leaves due on `loc` by time `t`.
     fn flush(&mut self, loc: u32, t: i64) -> Result<()> {
         while let Some(p) = self.locs.locs[loc as usize].open.pop_due(t) {
@@ -257,14 +276,16 @@ impl Exporter {
         Ok(())
     }
 
-    fn slice(&mut self, defs: &mut Defs, loc: u32, s: &Slice) -> Result<()> {
-        self.flush(loc, s.ts)?;
-        let t = self.tick(s.ts)?;
-        let end = match s.dur {
-            Some(d) => s.ts.saturating_add(d),
-            None => i64::MAX,
-        };
-        self.end = self.end.max(if s.dur.is_some() { end } else { s.ts });
+    /// Writes the Enter of a slice or instant at `ts` (after the Leaves due by then), with its
+    /// arguments and own fields as attributes. Returns its tick and region.
+    fn enter(
+        &mut self,
+        defs: &mut Defs,
+        loc: u32,
+        ts: i64,
+        e: Entered,
+    ) -> Result<(u64, sys::OTF2_RegionRef)> {
+        let t = self.advance(loc, ts)?;
         let region = {
             let Exporter {
                 ar,
@@ -275,16 +296,38 @@ impl Exporter {
                 ..
             } = self;
             let ar = ar.as_mut().expect("open");
-            let region = regions.get(ar, strings, defs, s.name, s.cat, false)?;
-            attrs.add_args(ar, strings, defs, &s.args, list)?;
+            let region = regions.get(ar, strings, defs, e.name, e.cat, e.instant)?;
+            attrs.add_args(ar, strings, defs, e.args, list)?;
             region
         };
-        self.extras(defs, s.color, s.stack, (s.thread_ts, s.thread_dur))?;
+        self.extras(defs, e.color, e.stack, e.thread_times)?;
         let Exporter { ar, list, .. } = self;
         ar.as_mut()
             .expect("open")
             .evt_writer(loc as u64)?
             .enter(list, t, region)?;
+        Ok((t, region))
+    }
+
+    fn slice(&mut self, defs: &mut Defs, loc: u32, s: &Slice) -> Result<()> {
+        let e = Entered {
+            name: s.name,
+            cat: s.cat,
+            instant: false,
+            args: &s.args,
+            color: s.color,
+            stack: s.stack,
+            thread_times: (s.thread_ts, s.thread_dur),
+        };
+        let (_, region) = self.enter(defs, loc, s.ts, e)?;
+        let end = match s.dur {
+            Some(d) => {
+                let end = s.ts.saturating_add(d);
+                self.end = self.end.max(end);
+                end
+            }
+            None => i64::MAX,
+        };
         self.locs.locs[loc as usize]
             .open
             .push(Pending {
@@ -302,35 +345,26 @@ impl Exporter {
     }
 
     fn instant(&mut self, defs: &mut Defs, loc: u32, i: &Instant) -> Result<()> {
-        self.flush(loc, i.ts)?;
-        let t = self.tick(i.ts)?;
-        self.end = self.end.max(i.ts);
-        let region = {
-            let Exporter {
-                ar,
-                strings,
-                regions,
-                attrs,
-                list,
-                ..
-            } = self;
-            let ar = ar.as_mut().expect("open");
-            let region = regions.get(ar, strings, defs, i.name, i.cat, true)?;
-            attrs.add_args(ar, strings, defs, &i.args, list)?;
-            region
+        let e = Entered {
+            name: i.name,
+            cat: i.cat,
+            instant: true,
+            args: &i.args,
+            color: i.color,
+            stack: i.stack,
+            thread_times: (None, None),
         };
-        self.extras(defs, i.color, i.stack, (None, None))?;
+        let (t, region) = self.enter(defs, loc, i.ts, e)?;
         let Exporter { ar, list, .. } = self;
-        let w = ar.as_mut().expect("open").evt_writer(loc as u64)?;
-        w.enter(list, t, region)?;
-        w.leave(list, t, region)?;
+        ar.as_mut()
+            .expect("open")
+            .evt_writer(loc as u64)?
+            .leave(list, t, region)?;
         Ok(())
     }
 
     fn sample(&mut self, defs: &mut Defs, loc: u32, s: &Sample, ts: i64) -> Result<()> {
-        self.flush(loc, ts)?;
-        let t = self.tick(ts)?;
-        self.end = self.end.max(ts);
+        let t = self.advance(loc, ts)?;
         let Exporter {
             ar,
             strings,

@@ -1,18 +1,9 @@
 //! JSON identity properties, cut into pieces short enough for one OTF2 definition record.
 
-use otf2_sys as sys;
-
 use super::strings::Strings;
+pub use crate::ffi::writer::PropertyOwner as Owner;
 use crate::ffi::{ArchiveWriter, AttrValue, Result};
 use crate::identity;
-
-/// What a property belongs to.
-#[derive(Clone, Copy, Debug)]
-pub enum Owner {
-    Node(u32),
-    Group(u32),
-    Location(u64),
-}
 
 /// Writes `text` as the STRING property `name` of `owner` (in pieces `name`, `name+1`, ...).
 pub fn write(
@@ -25,12 +16,7 @@ pub fn write(
     for (i, piece) in identity::pieces(text).into_iter().enumerate() {
         let n = strings.name(ar, &identity::piece_name(name, i))?;
         let v = AttrValue::String(strings.value(ar, piece)?);
-        let g = ar.global_defs()?;
-        match owner {
-            Owner::Node(r) => g.system_tree_node_property(sys::OTF2_SystemTreeNodeRef(r), n, v)?,
-            Owner::Group(r) => g.location_group_property(sys::OTF2_LocationGroupRef(r), n, v)?,
-            Owner::Location(r) => g.location_property(sys::OTF2_LocationRef(r), n, v)?,
-        }
+        ar.global_defs()?.property(owner, n, v)?;
     }
     Ok(())
 }

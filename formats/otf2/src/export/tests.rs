@@ -121,3 +121,17 @@ fn memory_does_not_grow_with_the_trace() {
     );
     assert!(held[1] < 40, "{held:?}");
 }
+
+#[test]
+fn dropped_without_finish_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = sample_trace();
+    {
+        let mut exp =
+            Exporter::create(&dir.path().join("x.otf2"), &ExportOptions::default()).unwrap();
+        for e in t.events.clone().into_iter().take(3) {
+            exp.event(&mut t.defs, e).unwrap();
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

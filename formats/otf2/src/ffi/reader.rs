@@ -791,6 +791,17 @@ mod evt_cb {
     }
 }
 
+/// Registers callbacks, then reads; returns the read's code, which the caller checks after the
+/// error a callback kept (that error is the real cause of an interrupted read).
+fn register_and_read(
+    register: impl FnOnce() -> sys::OTF2_ErrorCode,
+    what: &str,
+    read: impl FnOnce() -> sys::OTF2_ErrorCode,
+) -> Result<sys::OTF2_ErrorCode> {
+    check(register(), what)?;
+    Ok(read())
+}
+
 /// An open archive.
 pub struct Reader {
     raw: NonNull<sys::OTF2_Reader>,
@@ -996,24 +1007,17 @@ impl Reader {
                 parameter
             );
             let mut ctx = DefCtx { h, error: None };
-            // SAFETY: `ctx` outlives the read below, which is the only user of the pointer.
-            check(
-                unsafe {
-                    sys::OTF2_Reader_RegisterGlobalDefCallbacks(
-                        self.ptr(),
-                        gdr,
-                        cbs,
-                        &mut ctx as *mut DefCtx as *mut c_void,
-                    )
+            let user = &mut ctx as *mut DefCtx as *mut c_void;
+            let rc = register_and_read(
+                // SAFETY: `user` (ctx) outlives the read, the only user of the pointer.
+                || unsafe {
+                    sys::OTF2_Reader_RegisterGlobalDefCallbacks(self.ptr(), gdr, cbs, user)
                 },
                 "OTF2_Reader_RegisterGlobalDefCallbacks",
+                // SAFETY: live reader and definition reader.
+                || unsafe { sys::OTF2_Reader_ReadAllGlobalDefinitions(self.ptr(), gdr, &mut 0) },
             )?;
-            let mut n = 0;
-            // SAFETY: live reader and definition reader.
-            let rc = unsafe { sys::OTF2_Reader_ReadAllGlobalDefinitions(self.ptr(), gdr, &mut n) };
-            if let Some(e) = ctx.error.take() {
-                return Err(e);
-            }
+            ctx.error.take().map_or(Ok(()), Err)?;
             check(rc, "OTF2_Reader_ReadAllGlobalDefinitions")
         })();
         // SAFETY: created above, released once.
@@ -1172,24 +1176,17 @@ impl Reader {
                 values: Vec::new(),
                 error: None,
             };
-            // SAFETY: `ctx` outlives the read below, which is the only user of the pointer.
-            check(
-                unsafe {
-                    sys::OTF2_Reader_RegisterGlobalEvtCallbacks(
-                        self.ptr(),
-                        ger,
-                        cbs,
-                        &mut ctx as *mut EvtCtx as *mut c_void,
-                    )
+            let user = &mut ctx as *mut EvtCtx as *mut c_void;
+            let rc = register_and_read(
+                // SAFETY: `user` (ctx) outlives the read, the only user of the pointer.
+                || unsafe {
+                    sys::OTF2_Reader_RegisterGlobalEvtCallbacks(self.ptr(), ger, cbs, user)
                 },
                 "OTF2_Reader_RegisterGlobalEvtCallbacks",
+                // SAFETY: live reader and global event reader.
+                || unsafe { sys::OTF2_Reader_ReadAllGlobalEvents(self.ptr(), ger, &mut 0) },
             )?;
-            let mut n = 0;
-            // SAFETY: live reader and global event reader.
-            let rc = unsafe { sys::OTF2_Reader_ReadAllGlobalEvents(self.ptr(), ger, &mut n) };
-            if let Some(e) = ctx.error.take() {
-                return Err(e);
-            }
+            ctx.error.take().map_or(Ok(()), Err)?;
             check(rc, "OTF2_Reader_ReadAllGlobalEvents")
         })();
         // SAFETY: created above, released once.

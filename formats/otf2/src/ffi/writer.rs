@@ -168,6 +168,14 @@ fn done(rc: sys::OTF2_ErrorCode, attrs: &mut AttrList, what: &str) -> Result<()>
     r
 }
 
+/// What a property belongs to.
+#[derive(Clone, Copy, Debug)]
+pub enum PropertyOwner {
+    Node(u32),
+    Group(u32),
+    Location(u64),
+}
+
 /// The writer of the global definitions (`<name>.def`).
 pub struct GlobalDefWriter {
     raw: NonNull<sys::OTF2_GlobalDefWriter>,
@@ -263,43 +271,38 @@ impl GlobalDefWriter {
         )
     }
 
-    pub fn system_tree_node_property(
+    /// A property (name, typed value) of a system tree node, location group or location.
+    pub fn property(
         &mut self,
-        node: sys::OTF2_SystemTreeNodeRef,
+        owner: PropertyOwner,
         name: sys::OTF2_StringRef,
         v: AttrValue,
     ) -> Result<()> {
         let (ty, raw) = v.to_raw();
-        def_call!(
-            self,
-            OTF2_GlobalDefWriter_WriteSystemTreeNodeProperty(node, name, ty, raw)
-        )
-    }
-
-    pub fn location_property(
-        &mut self,
-        loc: sys::OTF2_LocationRef,
-        name: sys::OTF2_StringRef,
-        v: AttrValue,
-    ) -> Result<()> {
-        let (ty, raw) = v.to_raw();
-        def_call!(
-            self,
-            OTF2_GlobalDefWriter_WriteLocationProperty(loc, name, ty, raw)
-        )
-    }
-
-    pub fn location_group_property(
-        &mut self,
-        g: sys::OTF2_LocationGroupRef,
-        name: sys::OTF2_StringRef,
-        v: AttrValue,
-    ) -> Result<()> {
-        let (ty, raw) = v.to_raw();
-        def_call!(
-            self,
-            OTF2_GlobalDefWriter_WriteLocationGroupProperty(g, name, ty, raw)
-        )
+        match owner {
+            PropertyOwner::Node(r) => def_call!(
+                self,
+                OTF2_GlobalDefWriter_WriteSystemTreeNodeProperty(
+                    sys::OTF2_SystemTreeNodeRef(r),
+                    name,
+                    ty,
+                    raw
+                )
+            ),
+            PropertyOwner::Group(r) => def_call!(
+                self,
+                OTF2_GlobalDefWriter_WriteLocationGroupProperty(
+                    sys::OTF2_LocationGroupRef(r),
+                    name,
+                    ty,
+                    raw
+                )
+            ),
+            PropertyOwner::Location(r) => def_call!(
+                self,
+                OTF2_GlobalDefWriter_WriteLocationProperty(sys::OTF2_LocationRef(r), name, ty, raw)
+            ),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
