@@ -14,7 +14,8 @@ pub struct ExportOptions {
     /// A TensorFlow memory profile (`*.memory_profile.json[.gz]`) whose allocators are written
     /// beside the trace, as the reference converter does.
     pub memory_profile: Option<PathBuf>,
-    /// Size of libotf2's event buffer per location; a full buffer is flushed to disk.
+    /// Size of libotf2's event buffer per location (256 KiB to 16 MiB); a full buffer is
+    /// flushed to disk. libotf2 touches all of it, so memory is locations × this.
     pub chunk_size: u64,
 }
 
@@ -22,7 +23,7 @@ impl Default for ExportOptions {
     fn default() -> Self {
         ExportOptions {
             memory_profile: None,
-            chunk_size: 1 << 20,
+            chunk_size: 256 << 10,
         }
     }
 }

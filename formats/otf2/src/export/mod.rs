@@ -46,7 +46,7 @@ use strings::Strings;
 const FLOW_COMM: sys::OTF2_CommRef = sys::OTF2_CommRef(0);
 /// Events held back (over all locations) while flow sends wait for their receivers, before the
 /// oldest waiting send is written to its own location.
-const MAX_HELD: usize = 1 << 20;
+const MAX_HELD: usize = 1 << 18;
 
 /// An event waiting on its location, or the part of a flow point still to write.
 enum Queued {
