@@ -13,6 +13,9 @@ use tracex_ir::{
 
 /// Archive property marking an archive written by tracex (value: identity format version).
 pub const FORMAT_PROPERTY: &str = "TRACEX::FORMAT";
+/// Archive property with the input's clock origin (Unix ns of IR time 0), for readers other
+/// than tracex; tracex reads it from [`TRACE_PROPERTY`].
+pub const ORIGIN_PROPERTY: &str = "TRACEX::CLOCK_ORIGIN_UNIX_NS";
 /// Property of the system tree root with the trace's clock, metadata and time base (JSON).
 pub const TRACE_PROPERTY: &str = "TRACEX_TRACE";
 /// Location group property with the IR process (JSON).

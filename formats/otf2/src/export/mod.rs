@@ -709,6 +709,9 @@ impl Exporter {
         ar.set_creator(&format!("tracex {}", env!("CARGO_PKG_VERSION")))?;
         // Only short values: libotf2 silently truncates an anchor file that outgrows its buffer.
         ar.set_property(identity::FORMAT_PROPERTY, "1")?;
+        if let Some(o) = defs.clock.origin_unix_ns {
+            ar.set_property(identity::ORIGIN_PROPERTY, &o.to_string())?;
+        }
         Ok(())
     }
 

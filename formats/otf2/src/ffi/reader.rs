@@ -1066,11 +1066,14 @@ impl Reader {
                     // SAFETY: live reader and definition reader.
                     let rc =
                         unsafe { sys::OTF2_Reader_ReadAllLocalDefinitions(self.ptr(), dr, &mut n) };
-                    if let Err(e) = check(rc, "OTF2_Reader_ReadAllLocalDefinitions") {
+                    // SAFETY: closes the reader opened above.
+                    let closed = unsafe { sys::OTF2_Reader_CloseDefReader(self.ptr(), dr) };
+                    // Optional data: a failure is reported, the events are still read.
+                    if let Err(e) = check(rc, "OTF2_Reader_ReadAllLocalDefinitions")
+                        .and(check(closed, "OTF2_Reader_CloseDefReader"))
+                    {
                         out.local_def_errors.push((l, e));
                     }
-                    // SAFETY: closes the reader opened above.
-                    let _ = unsafe { sys::OTF2_Reader_CloseDefReader(self.ptr(), dr) };
                 }
             }
             // SAFETY: live reader with open event files.
@@ -1082,7 +1085,10 @@ impl Reader {
         }
         if defs_open {
             // SAFETY: live reader.
-            let _ = unsafe { sys::OTF2_Reader_CloseDefFiles(self.ptr()) };
+            check(
+                unsafe { sys::OTF2_Reader_CloseDefFiles(self.ptr()) },
+                "OTF2_Reader_CloseDefFiles",
+            )?;
         }
         // SAFETY: live reader with event readers for the selected locations.
         let ger = unsafe { sys::OTF2_Reader_GetGlobalEvtReader(self.ptr()) };
