@@ -119,18 +119,7 @@ impl Exporter {
             Some(p) => Some(MemoryProfile::load(p)?),
             None => None,
         };
-        let layout = Layout::for_path(out);
-        if layout.own_dir {
-            if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-                if !parent.is_dir() {
-                    return Err(Error::Io(std::io::Error::new(
-                        std::io::ErrorKind::NotFound,
-                        format!("directory {} does not exist", parent.display()),
-                    )));
-                }
-            }
-        }
-        let staging = Staging::create(layout)?;
+        let staging = Staging::create(Layout::for_path(out))?;
         let chunk = opts.chunk_size.clamp(256 << 10, 16 << 20);
         let ar = ArchiveWriter::create(&staging.tmp, &staging.layout.name, chunk, 4 << 20)?;
         Ok(Exporter {
