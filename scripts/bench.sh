@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Converts generated large traces and prints throughput and peak RSS for each conversion.
-# Usage: scripts/bench.sh [section...]   (sections: chrome merge; default: all)
+# Usage: scripts/bench.sh [section...]   (sections: chrome otf2 merge; default: all)
 # merge: set TRACEX_REFERENCE_MERGE=/path/to/merge_gpu_cpu_trace.py to also time the reference
 # script (not part of tracex) on 20k launches.
 # Inputs are generated under bench-out/ (not committed). Run by `make bench`.
@@ -12,7 +12,7 @@ gen=target/release/tracex-gen
 out=bench-out
 mkdir -p "$out"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(chrome merge)
+[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge)
 
 # measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, MB/s, peak RSS.
 measure() {
@@ -25,6 +25,8 @@ measure() {
 }
 
 size() { stat -c %s "$1"; }
+# Bytes of an OTF2 archive OUT.otf2 (anchor, definitions and event directory).
+archive_size() { du -cb "$1" "${1%.otf2}.def" "${1%.otf2}" | tail -1 | cut -f1; }
 
 for s in "${sections[@]}"; do
   case "$s" in
@@ -37,6 +39,17 @@ for s in "${sections[@]}"; do
       measure "chrome -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json"
       measure "chrome -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json.gz"
       ;;
+    otf2)
+      f=$out/chrome-2m.json
+      [ -f "$f" ] || "$gen" chrome --events 2000000 --out "$f"
+      small=$out/chrome-200k.json
+      [ -f "$small" ] || "$gen" chrome --events 200000 --out "$small"
+      echo "== otf2: $(size "$f") bytes, 2M events (the Python reference chrome2otf2 needs 7.4 s for 200k)"
+      measure "chrome 200k -> otf2" "$(size "$small")" "$bin" -q convert -f "$small" "$out/chrome-200k.otf2"
+      measure "chrome 2M -> otf2" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.otf2"
+      a=$out/chrome-2m.otf2
+      measure "otf2 -> chrome json (import)" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/otf2-2m.json"
+      measure "otf2 -> otf2" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/otf2-2m.otf2"
     merge)
       # The GPU flame-graph merge: uprobe CPU stacks + CUPTI records -> folded.
       for n in 100000 1000000; do

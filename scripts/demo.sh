@@ -10,7 +10,7 @@ mkdir -p "$out"
 echo "== input: $in"
 "$bin" info "$in"
 echo
-for target in "$out/trace.json" "$out/trace.json.gz"; do
+for target in "$out/trace.json" "$out/trace.json.gz" "$out/trace.otf2"; do
   "$bin" convert --force "$in" "$target"
 done
 "$bin" convert --force --fold timeline --prefix thread "$in" "$out/timeline.folded"
@@ -20,5 +20,5 @@ echo
 echo "== outputs in $out/:"
 ls -l "$out"
 echo
-echo "Open $out/trace.json in https://ui.perfetto.dev or chrome://tracing;"
+echo "Open $out/trace.json in https://ui.perfetto.dev or chrome://tracing, $out/trace.otf2 in Vampir;"
 echo "render the .folded files with inferno-flamegraph (> x.svg) or open them in speedscope."

@@ -82,6 +82,10 @@ pub struct ConvertArgs {
 
     #[command(flatten, next_help_heading = "Folded stacks (flame graphs)")]
     pub folded: crate::formats::folded::FoldedArgs,
+
+    #[cfg(feature = "otf2")]
+    #[command(flatten, next_help_heading = "OTF2")]
+    pub otf2: crate::formats::otf2::Otf2Args,
 }
 
 /// Options shared by every command that reads traces.

@@ -112,7 +112,12 @@ fn closed_stdout_is_not_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let big = dir.path().join("big.json");
     let events: Vec<String> = (0..20_000)
-        .map(|i| format!(r#"{{"ph":"X","name":"e{i}","pid":1,"tid":{},"ts":{i},"dur":1}}"#, i % 500))
+        .map(|i| {
+            format!(
+                r#"{{"ph":"X","name":"e{i}","pid":1,"tid":{},"ts":{i},"dur":1}}"#,
+                i % 500
+            )
+        })
         .collect();
     std::fs::write(&big, format!("[{}]", events.join(","))).unwrap();
     for cmd in ["dump", "info"] {

@@ -8,4 +8,5 @@ mod cupti;
 mod filters;
 mod folded;
 mod multi;
+mod otf2;
 mod stats;

@@ -32,9 +32,10 @@ fn is_plain_dir(p: &Path) -> bool {
             .unwrap_or(true)
 }
 
-/// Batch mode when an output folder is given or an input is a plain folder.
+/// Batch mode when an output folder is given, or when every path is a plain folder (so there
+/// is no output path). `tracex convert archive_dir out.json` stays a single conversion.
 pub fn plan(args: &ConvertArgs) -> anyhow::Result<Option<Plan>> {
-    let batch = args.out_dir.is_some() || args.paths.iter().any(|p| is_plain_dir(Path::new(p)));
+    let batch = args.out_dir.is_some() || args.paths.iter().all(|p| is_plain_dir(Path::new(p)));
     if !batch {
         return Ok(None);
     }

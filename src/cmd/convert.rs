@@ -1,6 +1,6 @@
 //! `tracex convert IN... OUT`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -45,7 +45,17 @@ pub fn options(args: &ConvertArgs) -> Options {
     let mut opts = Options::default();
     args.chrome.apply(&mut opts);
     args.folded.apply(&mut opts);
+    #[cfg(feature = "otf2")]
+    args.otf2.apply(&mut opts);
     opts
+}
+
+/// Whether `path` lies inside the directory `dir`.
+fn inside(path: &Path, dir: &Path) -> bool {
+    match (path.canonicalize(), dir.canonicalize()) {
+        (Ok(p), Ok(d)) => d.is_dir() && p.starts_with(d),
+        _ => false,
+    }
 }
 
 pub fn run(args: &ConvertArgs, quiet: bool) -> anyhow::Result<()> {
@@ -72,13 +82,23 @@ pub fn convert_one(
         OutputTarget::Stdout
     } else {
         let p = PathBuf::from(out);
-        for i in ins {
-            if i != "-" && same_file(std::path::Path::new(i), &p) {
+        let paths = formats::output_paths(format, &p);
+        for i in ins.iter().filter(|i| *i != "-") {
+            // an output directory (an OTF2 archive) must not hold an input either
+            if paths
+                .iter()
+                .any(|q| same_file(Path::new(i), q) || inside(Path::new(i), q))
+            {
                 bail!("the output {out} is also an input; tracex never overwrites its input");
             }
         }
-        if p.exists() && !args.force {
-            bail!("{out} exists; use --force to replace it");
+        let taken: Vec<String> = paths
+            .iter()
+            .filter(|q| q.symlink_metadata().is_ok())
+            .map(|q| q.display().to_string())
+            .collect();
+        if !taken.is_empty() && !args.force {
+            bail!("{} exists; use --force to replace it", taken.join(", "));
         }
         OutputTarget::Path(p)
     };

@@ -4,6 +4,8 @@
 pub mod chrome;
 pub mod cupti;
 pub mod folded;
+#[cfg(feature = "otf2")]
+pub mod otf2;
 
 use tracex_ir::diag::DiagKind;
 use tracex_ir::io::OutputTarget;
@@ -21,7 +23,7 @@ pub enum InputKind {
     /// A byte stream (decompressed transparently); stdin works.
     Stream,
     /// A file on disk (SQLite, archives); stdin is copied to a temporary file first.
-    #[allow(dead_code)] // the first file-based importer (nsys) uses it
+    #[cfg_attr(not(feature = "otf2"), allow(dead_code))]
     File,
 }
 
@@ -46,7 +48,13 @@ pub struct Format {
 }
 
 /// Every format, in the order `tracex formats` lists them.
-static FORMATS: &[&Format] = &[&chrome::FORMAT, &cupti::FORMAT, &folded::FORMAT];
+static FORMATS: &[&Format] = &[
+    &chrome::FORMAT,
+    &cupti::FORMAT,
+    &folded::FORMAT,
+    #[cfg(feature = "otf2")]
+    &otf2::FORMAT,
+];
 
 pub fn formats() -> impl Iterator<Item = &'static Format> {
     FORMATS.iter().copied()
@@ -66,6 +74,16 @@ pub fn for_output_name(name: &str) -> Option<&'static Format> {
         .filter(|(_, e)| lower.ends_with(e))
         .max_by_key(|(_, e)| e.len())
         .map(|(f, _)| f)
+}
+
+/// The paths an output occupies (several for OTF2), to refuse overwriting any of them.
+pub fn output_paths(format: &Format, out: &std::path::Path) -> Vec<std::path::PathBuf> {
+    #[cfg(feature = "otf2")]
+    if format.name == otf2::FORMAT.name {
+        return otf2::output_paths(out);
+    }
+    let _ = format;
+    vec![out.to_path_buf()]
 }
 
 /// Every diagnostic kind tracex can report.

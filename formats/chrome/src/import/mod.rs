@@ -8,6 +8,7 @@
 mod args;
 mod ids;
 pub mod raw;
+mod rocprof;
 mod samples;
 pub mod tokenizer;
 
@@ -408,7 +409,10 @@ impl Importer {
             }
         }
         s.thread_dur = self.opt_time(ctx, e.tdur);
-        self.bind_v2(ctx, e, track, ts);
+        if rocprof::exact_times(ctx.defs, &mut s) {
+            self.note(ctx, &d::ROCPROF_EXACT_NS);
+        }
+        self.bind_v2(ctx, e, track, s.ts);
         ctx.emit(Event::Slice(s))
     }
 
