@@ -8,10 +8,16 @@ use clap::{Args, Parser, Subcommand};
     version,
     about = "Convert GPU and CPU performance traces between formats, without losing data",
     long_about = "Convert GPU and CPU performance traces between formats, without losing data.\n\n\
-Inputs are recognised by their content (gzip is undone transparently): Chrome Trace Event JSON,\n\
-folded stacks, CUPTI records.\n\
-Outputs are chosen by --to or by the output's file name: .json / .json.gz (Chrome JSON), .folded.\n\n\
-Examples:\n  tracex convert trace.json.gz out.json\n  tracex convert cpu_results.txt gpu_results.json merged.folded\n  tracex info trace.json\n  tracex dump trace.json | less\n  tracex formats",
+Inputs are recognised by their content (gzip is undone transparently): Nsight Systems SQLite\n\
+exports, Chrome Trace Event JSON, OTF2 archives, CUPTI records, folded stacks (plain and the\n\
+eBPF uprobe profiler's extended lines). Several inputs become one timeline.\n\
+Outputs are chosen by --to or by the output's file name: .json / .json.gz (Chrome JSON for\n\
+Perfetto and chrome://tracing), .otf2 (Vampir), .folded (flame graphs).\n\n\
+Examples:\n  tracex convert report.sqlite out.json\n  tracex convert trace.json.gz out.otf2\n  \
+tracex convert cpu_results.txt gpu_results.json merged.folded\n  \
+tracex convert runs/ --to chrome -o converted/\n  tracex info trace.json\n  \
+tracex stats run_b*.sqlite --param 'run_b$p.sqlite' --events 'cudaMemcpy.*' --plot p.svg\n  \
+tracex dump trace.json | less\n  tracex formats",
     propagate_version = true
 )]
 pub struct Cli {
