@@ -14,11 +14,13 @@ demo: build
 
 test: setup
 	cargo build --release --locked
-	TRACEX_BIN=$(CURDIR)/target/release/tracex cargo test --locked --workspace -- --test-threads=2
+	TRACEX_BIN=$(CURDIR)/target/release/tracex cargo test --locked --workspace -- --test-threads=2 --show-output
+	cargo check --locked --no-default-features
 
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	cargo clippy --all-targets --locked --no-default-features -- -D warnings
 
 bench: build
 	scripts/bench.sh

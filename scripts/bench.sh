@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Converts generated large traces and prints throughput and peak RSS for each conversion.
-# Usage: scripts/bench.sh [section...]   (sections: chrome nsys; default: all)
+# Usage: scripts/bench.sh [section...]   (sections: chrome otf2 merge nsys; default: all)
+# merge: set TRACEX_REFERENCE_MERGE=/path/to/merge_gpu_cpu_trace.py to also time the reference
+# script (not part of tracex) on 20k launches.
 # Inputs are generated under bench-out/ (not committed). Run by `make bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,19 +12,21 @@ gen=target/release/tracex-gen
 out=bench-out
 mkdir -p "$out"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(chrome nsys)
+[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge nsys)
 
 # measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, MB/s, peak RSS.
 measure() {
   local label=$1 bytes=$2; shift 2
   local t; t=$(mktemp)
-  /usr/bin/time -f "%e %M" -o "$t" "$@" >/dev/null
-  read -r secs kb < "$t"; rm -f "$t"
-  awk -v l="$label" -v s="$secs" -v k="$kb" -v b="$bytes" \
-    'BEGIN { printf "%-48s %7.2f s %9.1f MB/s %8.1f MB peak RSS\n", l, s, (s > 0 ? b / 1e6 / s : 0), k / 1024 }'
+  /usr/bin/time -f "%e %M %U %S" -o "$t" "$@" >/dev/null
+  read -r secs kb user sys < "$t"; rm -f "$t"
+  awk -v l="$label" -v s="$secs" -v k="$kb" -v b="$bytes" -v c="$(awk -v u="$user" -v y="$sys" 'BEGIN { print u + y }')" \
+    'BEGIN { printf "%-48s %7.2f s (cpu %6.2f s) %9.1f MB/s %8.1f MB peak RSS\n", l, s, c, (s > 0 ? b / 1e6 / s : 0), k / 1024 }'
 }
 
 size() { stat -c %s "$1"; }
+# Bytes of an OTF2 archive OUT.otf2 (anchor, definitions and event directory).
+archive_size() { du -cb "$1" "${1%.otf2}.def" "${1%.otf2}" | tail -1 | cut -f1; }
 
 for s in "${sections[@]}"; do
   case "$s" in
@@ -30,9 +34,46 @@ for s in "${sections[@]}"; do
       f=$out/chrome-2m.json
       [ -f "$f" ] || "$gen" chrome --events 2000000 --out "$f"
       echo "== chrome: $(size "$f") bytes, 2M events"
+      "$gen" measure "$f"
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
       measure "chrome -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json"
       measure "chrome -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json.gz"
+      ;;
+    otf2)
+      f=$out/chrome-2m.json
+      [ -f "$f" ] || "$gen" chrome --events 2000000 --out "$f"
+      small=$out/chrome-200k.json
+      [ -f "$small" ] || "$gen" chrome --events 200000 --out "$small"
+      echo "== otf2: $(size "$f") bytes, 2M events (the Python reference chrome2otf2 needs 7.4 s for 200k)"
+      measure "chrome 200k -> otf2" "$(size "$small")" "$bin" -q convert -f "$small" "$out/chrome-200k.otf2"
+      measure "chrome 2M -> otf2" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.otf2"
+      a=$out/chrome-2m.otf2
+      measure "otf2 -> chrome json (import)" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/otf2-2m.json"
+      measure "otf2 -> otf2" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/otf2-2m.otf2"
+    merge)
+      # The GPU flame-graph merge: uprobe CPU stacks + CUPTI records -> folded.
+      for n in 100000 1000000; do
+        cpu=$out/merge-$n-cpu.txt; gpu=$out/merge-$n-gpu.json; text=$out/merge-$n-gpu.txt
+        [ -f "$gpu" ] || "$gen" cupti --launches "$n" --cpu "$cpu" --gpu "$gpu"
+        [ -f "$text" ] || "$gen" cupti --launches "$n" --cpu "$cpu" --gpu "$text" --gpu-format text
+        echo "== merge: $n launches"
+        measure "CPU stacks + CUPTI JSON -> folded" "$(( $(size "$cpu") + $(size "$gpu") ))" \
+          "$bin" -q convert -f "$cpu" "$gpu" "$out/merge-$n.folded"
+        measure "CPU stacks + CUPTI text -> folded" "$(( $(size "$cpu") + $(size "$text") ))" \
+          "$bin" -q convert -f "$cpu" "$text" "$out/merge-$n-text.folded"
+      done
+      if [ -n "${TRACEX_REFERENCE_MERGE:-}" ]; then
+        cpu=$out/merge-20000-cpu.txt; gpu=$out/merge-20000-gpu.json
+        [ -f "$gpu" ] || "$gen" cupti --launches 20000 --cpu "$cpu" --gpu "$gpu"
+        "$bin" -q convert -f "$cpu" "$gpu" "$out/merge-20000.folded"
+        echo "== merge: 20000 launches, the reference script against tracex"
+        measure "merge_gpu_cpu_trace.py" "$(( $(size "$cpu") + $(size "$gpu") ))" \
+          python3 "$TRACEX_REFERENCE_MERGE" -c "$cpu" -g "$gpu" -o "$out/merge-20000-ref.folded"
+        measure "tracex" "$(( $(size "$cpu") + $(size "$gpu") ))" \
+          "$bin" -q convert -f "$cpu" "$gpu" "$out/merge-20000.folded"
+        cmp -s "$out/merge-20000.folded" "$out/merge-20000-ref.folded" && echo "same lines as the reference" \
+          || echo "OUTPUTS DIFFER from the reference"
+      fi
       ;;
     nsys)
       # 1M kernels, 1M runtime calls, 100k NVTX ranges; and a quarter of that, to show that
@@ -44,7 +85,7 @@ for s in "${sections[@]}"; do
       echo "== nsys: $(size "$f") bytes, 1M kernels + 1M runtime calls + 100k NVTX ranges"
       measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
       measure "nsys 1M -> chrome json, without nvtx-kernel" "$(size "$f")" \
-        "$bin" -q convert -f --activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
+        "$bin" -q convert -f --nsys-activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
       measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
       measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
         "$bin" -q convert -f "$u" "$out/nsys-1m.json"

@@ -10,11 +10,15 @@ mkdir -p "$out"
 echo "== input: $in"
 "$bin" info "$in"
 echo
-for target in "$out/trace.json" "$out/trace.json.gz"; do
+for target in "$out/trace.json" "$out/trace.json.gz" "$out/trace.otf2"; do
   "$bin" convert --force "$in" "$target"
 done
+"$bin" convert --force --fold timeline --prefix thread "$in" "$out/timeline.folded"
+# GPU flame graph: uprobe CPU stacks joined to CUPTI kernels (fixtures/cupti/README.md)
+"$bin" convert --force --summary fixtures/cupti/app_cpu.txt fixtures/cupti/app_gpu.txt "$out/gpu_by_cpu_stack.folded"
 echo
 echo "== outputs in $out/:"
 ls -l "$out"
 echo
-echo "Open $out/trace.json in https://ui.perfetto.dev or chrome://tracing."
+echo "Open $out/trace.json in https://ui.perfetto.dev or chrome://tracing, $out/trace.otf2 in Vampir;"
+echo "render the .folded files with inferno-flamegraph (> x.svg) or open them in speedscope."

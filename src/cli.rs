@@ -8,10 +8,16 @@ use clap::{Args, Parser, Subcommand};
     version,
     about = "Convert GPU and CPU performance traces between formats, without losing data",
     long_about = "Convert GPU and CPU performance traces between formats, without losing data.\n\n\
-Inputs are recognised by their content (gzip is undone transparently): Chrome Trace Event JSON,\n\
-Nsight Systems SQLite exports.\n\
-Outputs are chosen by --to or by the output's file name: .json / .json.gz (Chrome JSON).\n\n\
-Examples:\n  tracex convert trace.json.gz out.json\n  tracex info trace.json\n  tracex dump trace.json | less\n  tracex formats",
+Inputs are recognised by their content (gzip is undone transparently): Nsight Systems SQLite\n\
+exports, Chrome Trace Event JSON, OTF2 archives, CUPTI records, folded stacks (plain and the\n\
+eBPF uprobe profiler's extended lines). Several inputs become one timeline.\n\
+Outputs are chosen by --to or by the output's file name: .json / .json.gz (Chrome JSON for\n\
+Perfetto and chrome://tracing), .otf2 (Vampir), .folded (flame graphs).\n\n\
+Examples:\n  tracex convert report.sqlite out.json\n  tracex convert trace.json.gz out.otf2\n  \
+tracex convert cpu_results.txt gpu_results.json merged.folded\n  \
+tracex convert runs/ --to chrome -o converted/\n  tracex info trace.json\n  \
+tracex stats run_b*.sqlite --param 'run_b$p.sqlite' --events 'cudaMemcpy.*' --plot p.svg\n  \
+tracex dump trace.json | less\n  tracex formats",
     propagate_version = true
 )]
 pub struct Cli {
@@ -31,6 +37,9 @@ pub enum Command {
     Info(InfoArgs),
     /// Print a trace as stable text (the form importer tests compare)
     Dump(DumpArgs),
+    /// Durations of events by name and kind (count, total, mean, min, median, p95, max), per
+    /// trace or across traces that vary in one parameter
+    Stats(crate::cmd::stats::StatsArgs),
     /// List the supported formats
     Formats {
         /// List every diagnostic tracex can report instead
@@ -41,9 +50,19 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
-    /// Input traces, then the output path (`-` for stdin as the only input, or stdout as output)
-    #[arg(required = true, num_args = 2.., value_name = "PATH")]
+    /// Input traces, then the output path (`-` for stdin as the only input, or stdout as
+    /// output). Batch mode: folders of traces (with --to, and optionally --out-dir)
+    #[arg(required = true, num_args = 1.., value_name = "PATH")]
     pub paths: Vec<String>,
+
+    /// Batch mode: write the conversions of every trace found under the input folders here,
+    /// keeping their relative layout (default: beside each input)
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub out_dir: Option<String>,
+
+    /// Batch mode: conversions run at once (default: the number of cores)
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
 
     /// Input format, instead of recognising it from the content
     #[arg(long, value_name = "FORMAT")]
@@ -57,11 +76,22 @@ pub struct ConvertArgs {
     #[arg(short, long)]
     pub force: bool,
 
+    /// How several inputs are lined up in time
+    #[arg(long, value_enum, default_value = "clock")]
+    pub align: crate::pipeline::Align,
+
     #[command(flatten)]
     pub common: CommonArgs,
 
     #[command(flatten, next_help_heading = "Chrome JSON")]
     pub chrome: crate::formats::chrome::ChromeArgs,
+
+    #[command(flatten, next_help_heading = "Folded stacks (flame graphs)")]
+    pub folded: crate::formats::folded::FoldedArgs,
+
+    #[cfg(feature = "otf2")]
+    #[command(flatten, next_help_heading = "OTF2")]
+    pub otf2: crate::formats::otf2::Otf2Args,
 
     #[command(flatten, next_help_heading = "Nsight Systems")]
     pub nsys: crate::formats::nsys::NsysArgs,
@@ -77,6 +107,64 @@ pub struct CommonArgs {
     /// Memory for reordering events before spilling to temporary files (e.g. 512M, 2G)
     #[arg(long, value_name = "SIZE", default_value = "256M")]
     pub mem_budget: String,
+
+    /// Keep only this time window, A:B with units ns, us, ms or s (either side may be empty:
+    /// `2s:`), relative to the trace's first event; slices crossing an edge are clipped and marked
+    #[arg(long, value_name = "A:B", help_heading = "Filters")]
+    pub time_range: Option<String>,
+
+    /// Read --time-range in the trace's own clock (its timestamps) instead of from its start
+    #[arg(long, help_heading = "Filters")]
+    pub absolute: bool,
+
+    /// Keep only these processes (pid, or a string id); GPU devices are always kept
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "PID",
+        help_heading = "Filters"
+    )]
+    pub pid: Vec<String>,
+
+    /// Keep only events whose name matches one of these regular expressions
+    #[arg(long, value_name = "REGEX", help_heading = "Filters")]
+    pub include: Vec<String>,
+
+    /// Drop events whose name matches one of these regular expressions
+    #[arg(long, value_name = "REGEX", help_heading = "Filters")]
+    pub exclude: Vec<String>,
+
+    /// Keep only these kinds: cuda-api, kernel, memcpy, memset, sync, nvtx, osrt, mpi, library,
+    /// other, samples, counters, instants, flows
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "KINDS",
+        help_heading = "Filters"
+    )]
+    pub activity: Vec<String>,
+}
+
+impl CommonArgs {
+    /// The filters these options ask for.
+    pub fn filter(&self) -> anyhow::Result<crate::filter::FilterSpec> {
+        let mut f = crate::filter::FilterSpec::default();
+        if let Some(r) = &self.time_range {
+            f.set_time_range(r, self.absolute)?;
+        } else if self.absolute {
+            anyhow::bail!("--absolute applies to --time-range, which is missing");
+        }
+        f.pids = self.pid.clone();
+        let re = |v: &[String], what: &str| -> anyhow::Result<Vec<regex::Regex>> {
+            v.iter()
+                .map(|p| regex::Regex::new(p).map_err(|e| anyhow::anyhow!("--{what} {p:?}: {e}")))
+                .collect()
+        };
+        f.include = re(&self.include, "include")?;
+        f.exclude = re(&self.exclude, "exclude")?;
+        f.set_activity(&self.activity)?;
+        Ok(f)
+    }
 }
 
 #[derive(Args, Debug)]

@@ -190,6 +190,9 @@ pub fn resolve_format(input: &Input, from: Option<&str>) -> anyhow::Result<&'sta
     if top.len() == 1 {
         return Ok(top[0].0);
     }
+    if let Some(f) = refining_winner(top.iter().map(|a| a.0)) {
+        return Ok(f);
+    }
     let probe = input.probe();
     let by_ext: Vec<_> = top
         .iter()
@@ -202,6 +205,18 @@ pub fn resolve_format(input: &Input, from: Option<&str>) -> anyhow::Result<&'sta
         "{}: ambiguous input, several formats match equally ({tried}); use --from",
         input.display
     )
+}
+
+/// Among formats that sniffed an input equally sure, the one that refines all the others
+/// (CUPTI's Chrome JSON is Chrome JSON with more meaning: `cupti` refines `chrome`), if exactly
+/// one does. A refinement is the more specific reading of the same bytes, so it wins the tie.
+fn refining_winner(tied: impl Iterator<Item = &'static Format> + Clone) -> Option<&'static Format> {
+    let mut winners = tied.clone().filter(|f| {
+        tied.clone()
+            .all(|o| o.name == f.name || f.refines == Some(o.name))
+    });
+    let w = winners.next()?;
+    winners.next().is_none().then_some(w)
 }
 
 pub fn describe(c: Confidence) -> String {
@@ -217,5 +232,39 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn format(name: &'static str, refines: Option<&'static str>) -> &'static Format {
+        Box::leak(Box::new(Format {
+            name,
+            aliases: &[],
+            description: "",
+            extensions: &[],
+            sniff: |_| Confidence::No,
+            import: None,
+            export: None,
+            order: tracex_ir::EventOrder::Unsorted,
+            input: formats::InputKind::Stream,
+            diagnostics: &[],
+            refines,
+        }))
+    }
+
+    #[test]
+    fn a_refinement_wins_a_tie_only_over_what_it_refines() {
+        let chrome = format("chrome", None);
+        let cupti = format("cupti", Some("chrome"));
+        let other = format("other", None);
+        let pick = |v: &[&'static Format]| refining_winner(v.iter().copied()).map(|f| f.name);
+        assert_eq!(pick(&[chrome, cupti]), Some("cupti"));
+        assert_eq!(pick(&[cupti, chrome]), Some("cupti"));
+        // a tie with a format it does not refine stays ambiguous
+        assert_eq!(pick(&[chrome, cupti, other]), None);
+        assert_eq!(pick(&[chrome, other]), None);
     }
 }

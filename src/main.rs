@@ -2,6 +2,7 @@
 
 mod cli;
 mod cmd;
+mod filter;
 mod formats;
 mod input;
 mod options;
@@ -19,6 +20,7 @@ fn main() -> ExitCode {
         cli::Command::Convert(a) => cmd::convert::run(a, quiet),
         cli::Command::Info(a) => cmd::info::run(a, quiet),
         cli::Command::Dump(a) => cmd::dump::run(a, quiet),
+        cli::Command::Stats(a) => cmd::stats::run(a, quiet),
         cli::Command::Formats { diagnostics } => cmd::formats::run(*diagnostics),
     };
     match result {

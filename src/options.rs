@@ -5,5 +5,11 @@
 pub struct Options {
     pub chrome_import: tracex_chrome::ImportOptions,
     pub chrome_export: tracex_chrome::ExportOptions,
+    pub folded_import: tracex_folded::ImportOptions,
+    pub folded_export: tracex_folded::ExportOptions,
+    #[cfg(feature = "otf2")]
+    pub otf2_import: tracex_otf2::ImportOptions,
+    #[cfg(feature = "otf2")]
+    pub otf2_export: tracex_otf2::ExportOptions,
     pub nsys: tracex_nsys::ImportOptions,
 }

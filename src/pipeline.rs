@@ -1,14 +1,31 @@
 //! The conversion pipeline: importers push into an optional reorder stage, then the overlap
-//! router, then the sink (an exporter, or a command's own sink).
+//! router, then the filters, then the sink (an exporter, or a command's own sink). Several
+//! inputs become one timeline: each keeps its own processes and ids, and is moved in time so
+//! that the inputs line up on their clocks (or on their first events).
 
 use anyhow::Context;
 use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
-use tracex_ir::{Defs, EventOrder, ImportCtx, Sink};
+use tracex_ir::{
+    Defs, DiagKind, Event, EventOrder, ImportCtx, Location, NamePriority, Severity, Sink,
+};
 
+use crate::filter::{Filter, FilterSpec};
 use crate::formats::{Format, InputKind};
 use crate::input::Input;
 use crate::options::Options;
+
+pub static MERGE_UNALIGNED: DiagKind = DiagKind {
+    name: "merge_unaligned",
+    severity: Severity::Warning,
+    help: "merging inputs on their clocks, some input has no absolute clock origin (and its timestamps do not look like Unix time): it was lined up on its first event with the earliest input instead",
+};
+
+pub static DIAGNOSTICS: &[&DiagKind] = &[&MERGE_UNALIGNED];
+
+/// Timestamps above this (ns, about 1973) in an input without a clock origin are taken as Unix
+/// time: Kineto and CUPTI write epoch times without saying so.
+const LOOKS_LIKE_UNIX_NS: i64 = 100_000_000_000_000_000;
 
 /// An input with the format chosen for it.
 pub struct Source {
@@ -16,29 +33,77 @@ pub struct Source {
     pub format: &'static Format,
 }
 
-/// Whether the events must be reordered before `sink`: any unsorted importer, or several inputs.
+/// How several inputs are lined up in time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Align {
+    /// On their absolute clocks (nsys session start, Chrome baseTimeNanoseconds, OTF2 clock
+    /// properties, or Unix-time timestamps)
+    #[default]
+    Clock,
+    /// Each input's first event at the first input's first event
+    Start,
+}
+
+/// Whether the events must be reordered: any unsorted importer, or several inputs.
 pub fn needs_sort(sources: &[Source]) -> bool {
     sources.len() > 1 || sources.iter().any(|s| s.format.order != EventOrder::Sorted)
 }
 
-/// `sink` behind the overlap router, and behind a sorter when `sort`.
-pub fn chain(sink: Box<dyn Sink>, sort: bool, mem_budget: usize) -> Box<dyn Sink> {
-    let routed = OverlapRouter::new(sink);
-    if sort {
-        Box::new(Sorter::with_budget(routed, mem_budget))
-    } else {
-        Box::new(routed)
+type Tail = OverlapRouter<Box<dyn Sink>>;
+
+/// The stages in front of a sink.
+pub enum Chain {
+    Direct(Tail),
+    Sorted(Sorter<Tail>),
+}
+
+impl Chain {
+    pub fn new(sink: Box<dyn Sink>, sort: bool, mem_budget: usize, filter: FilterSpec) -> Chain {
+        let filtered: Box<dyn Sink> = if filter.is_empty() {
+            sink
+        } else {
+            Box::new(Filter::new(sink, filter))
+        };
+        let routed = OverlapRouter::new(filtered);
+        if sort {
+            Chain::Sorted(Sorter::with_budget(routed, mem_budget))
+        } else {
+            Chain::Direct(routed)
+        }
     }
 }
 
-/// Runs every importer into `sink` (without finishing it).
+impl Sink for Chain {
+    fn event(&mut self, defs: &mut Defs, e: Event) -> tracex_ir::Result<()> {
+        match self {
+            Chain::Direct(s) => s.event(defs, e),
+            Chain::Sorted(s) => s.event(defs, e),
+        }
+    }
+    fn finish(&mut self, defs: &mut Defs) -> tracex_ir::Result<()> {
+        match self {
+            Chain::Direct(s) => s.finish(defs),
+            Chain::Sorted(s) => s.finish(defs),
+        }
+    }
+}
+
+/// Runs every importer into `chain` (without finishing it). With several inputs, each input's
+/// processes are tagged with the input's name as their host (when the input names none), and
+/// the inputs are aligned in time as `align` says.
 pub fn import_all(
     sources: &mut [Source],
     opts: &Options,
     defs: &mut Defs,
-    sink: &mut dyn Sink,
+    chain: &mut Chain,
+    align: Align,
 ) -> anyhow::Result<()> {
+    let several = sources.len() > 1;
+    let mut origins = Vec::new();
     for s in sources.iter_mut() {
+        if let Chain::Sorted(sorter) = chain {
+            sorter.begin_input();
+        }
         let import = s.format.import.expect("importable format");
         if s.format.input == InputKind::File {
             // stdin and gzip input become a temporary file before the importer opens it
@@ -50,11 +115,102 @@ pub fn import_all(
             })?;
         }
         let progress = s.input.progress.clone();
-        let mut ctx = ImportCtx::new(defs, sink, &progress);
-        import(&mut s.input, opts, &mut ctx)
-            .with_context(|| format!("{} ({})", s.input.display, s.format.name))?;
+        let first_process = defs.processes.len();
+        defs.clock.origin_unix_ns = None;
+        {
+            let mut ctx = ImportCtx::new(defs, chain, &progress);
+            import(&mut s.input, opts, &mut ctx)
+                .with_context(|| format!("{} ({})", s.input.display, s.format.name))?;
+        }
+        origins.push(defs.clock.origin_unix_ns);
+        if several {
+            label_processes(defs, first_process, &s.input.display);
+        }
+    }
+    if several {
+        if let Chain::Sorted(sorter) = chain {
+            let (offsets, origin) = offsets(&origins, sorter.first_ts(), align, defs);
+            sorter.set_offsets(offsets);
+            defs.clock.origin_unix_ns = origin;
+        }
+    } else {
+        defs.clock.origin_unix_ns = origins.first().copied().flatten();
     }
     Ok(())
+}
+
+/// Names the processes of one of several inputs after it: host = the input's file name, and the
+/// process name prefixed with it, so ranks stay apart in every viewer.
+fn label_processes(defs: &mut Defs, from: usize, input: &str) {
+    let stem = std::path::Path::new(input)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| input.to_string());
+    let host = defs.intern(&stem);
+    for i in from..defs.processes.len() {
+        let id = tracex_ir::ProcessId(i as u32);
+        if defs.process(id).host.is_none() {
+            defs.process_mut(id).host = Some(host);
+        }
+        let shown = format!("[{stem}] {}", defs.process_display_name(id));
+        let name = defs.intern(&shown);
+        let prio = defs.process(id).name_priority.max(NamePriority::Inferred);
+        defs.set_process_name(id, name, prio);
+    }
+}
+
+/// Per-input time offsets and the merged trace's clock origin.
+fn offsets(
+    origins: &[Option<i64>],
+    first: &[Option<i64>],
+    align: Align,
+    defs: &mut Defs,
+) -> (Vec<i64>, Option<i64>) {
+    let first_of = |i: usize| first.get(i).copied().flatten();
+    match align {
+        Align::Start => {
+            let base = first_of(0).unwrap_or(0);
+            let offs = (0..origins.len())
+                .map(|i| first_of(i).map_or(0, |f| base - f))
+                .collect();
+            (offs, origins.first().copied().flatten())
+        }
+        Align::Clock => {
+            // an input without an origin whose times look like Unix time is on the Unix clock
+            let origins: Vec<Option<i64>> = origins
+                .iter()
+                .enumerate()
+                .map(|(i, o)| {
+                    o.or_else(|| first_of(i).filter(|&f| f > LOOKS_LIKE_UNIX_NS).map(|_| 0))
+                })
+                .collect();
+            let Some(common) = origins.iter().flatten().min().copied() else {
+                // no clock known anywhere: the inputs share their (unknown) time base
+                return (vec![0; origins.len()], None);
+            };
+            // the earliest absolute start among the inputs with a clock
+            let earliest = origins
+                .iter()
+                .enumerate()
+                .filter_map(|(i, o)| Some(o.as_ref()? - common + first_of(i)?))
+                .min();
+            let offs = origins
+                .iter()
+                .enumerate()
+                .map(|(i, o)| match o {
+                    Some(o) => o - common,
+                    None => {
+                        defs.diag.record(&MERGE_UNALIGNED, Location::Nowhere);
+                        match (earliest, first_of(i)) {
+                            (Some(e), Some(f)) => e - f,
+                            _ => 0,
+                        }
+                    }
+                })
+                .collect();
+            (offs, Some(common))
+        }
+    }
 }
 
 /// Parses a size like `512M`, `2G`, `100k` or a plain byte count.

@@ -49,6 +49,32 @@ impl Bar {
     }
 }
 
+/// A spinner with a message for work of unknown length (sorting and writing after reading).
+pub struct Spinner(Option<ProgressBar>);
+
+impl Spinner {
+    pub fn start(message: &str, quiet: bool) -> Spinner {
+        if quiet || !std::io::stderr().is_terminal() {
+            return Spinner(None);
+        }
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]").expect("template"),
+        );
+        bar.set_message(message.to_string());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        Spinner(Some(bar))
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        if let Some(b) = self.0.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
 impl Drop for Bar {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);

@@ -103,3 +103,36 @@ fn info_counts_events() {
         "{text}"
     );
 }
+
+/// `tracex dump big.json | head` must not panic or fail when the reader goes away.
+#[test]
+fn closed_stdout_is_not_an_error() {
+    use std::io::Read;
+    // big enough that the output cannot fit in the pipe's buffer
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    let events: Vec<String> = (0..20_000)
+        .map(|i| {
+            format!(
+                r#"{{"ph":"X","name":"e{i}","pid":1,"tid":{},"ts":{i},"dur":1}}"#,
+                i % 500
+            )
+        })
+        .collect();
+    std::fs::write(&big, format!("[{}]", events.join(","))).unwrap();
+    for cmd in ["dump", "info"] {
+        let mut child = tracex()
+            .args([cmd, big.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 8];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // stdout is closed now; whatever is written after this fails with EPIPE
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{cmd}: {err}");
+        assert!(out.status.success(), "{cmd}: {:?} {err}", out.status);
+    }
+}

@@ -40,14 +40,20 @@ pub fn corpus_files(sub: &str) -> Vec<PathBuf> {
     v
 }
 
-/// The tracex binary under test (`$TRACEX_BIN` or the one cargo built for this test run).
+/// The tracex binary under test (`$TRACEX_BIN` or the one cargo built for this test run),
+/// with `--quiet`.
 pub fn tracex() -> Command {
+    let mut c = tracex_loud();
+    c.arg("--quiet");
+    c
+}
+
+/// The tracex binary under test, printing its summary and diagnostics on stderr.
+pub fn tracex_loud() -> Command {
     let bin = std::env::var_os("TRACEX_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tracex")));
-    let mut c = Command::new(bin);
-    c.arg("--quiet");
-    c
+    Command::new(bin)
 }
 
 /// Runs tracex with `args`; panics with its stderr unless it exits 0.

@@ -848,9 +848,9 @@ fn activity_filter_prefix_and_colours() {
             .filter_map(|e| e["cat"].as_str().map(String::from))
             .collect()
     };
-    let only_kernels = convert("k.json", &["--activity", "kernel"]);
+    let only_kernels = convert("k.json", &["--nsys-activity", "kernel"]);
     assert_eq!(cats(&only_kernels), ["kernel".to_string()].into());
-    let api_and_kernels = convert("ak.json", &["--activity", "kernel,cuda-api"]);
+    let api_and_kernels = convert("ak.json", &["--nsys-activity", "kernel,cuda-api"]);
     assert!(
         api_and_kernels.iter().any(|e| e["ph"] == "s"),
         "flows need both sides"
@@ -859,7 +859,7 @@ fn activity_filter_prefix_and_colours() {
     let pref = convert(
         "p.json",
         &[
-            "--activity",
+            "--nsys-activity",
             "nvtx",
             "--nvtx-prefix",
             "registered",
@@ -876,7 +876,7 @@ fn activity_filter_prefix_and_colours() {
     let colored = convert(
         "c.json",
         &[
-            "--activity",
+            "--nsys-activity",
             "nvtx",
             "--nvtx-color-scheme",
             r#"{"^reg": "good", "o.t": "terrible"}"#,
@@ -894,7 +894,7 @@ fn activity_filter_prefix_and_colours() {
     assert_eq!(cname("nvtxt range"), None);
     // bad option values are usage errors
     for bad in [
-        vec!["--activity", "kernels"],
+        vec!["--nsys-activity", "kernels"],
         vec!["--nvtx-color-scheme", r#"{"x": "pink"}"#],
         vec!["--nvtx-color-scheme", "not json"],
     ] {
@@ -1061,7 +1061,7 @@ fn registry_lists_nsys_and_its_diagnostics() {
     let help = String::from_utf8(run_ok(&["convert", "--help"]).stdout).unwrap();
     for opt in [
         "Nsight Systems",
-        "--activity",
+        "--nsys-activity",
         "--nvtx-prefix",
         "--nvtx-color-scheme",
     ] {

@@ -4,4 +4,10 @@ mod common;
 
 mod chrome;
 mod cli;
+mod cupti;
+mod filters;
+mod folded;
+mod multi;
 mod nsys;
+mod otf2;
+mod stats;

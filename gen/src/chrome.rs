@@ -21,13 +21,21 @@ fn us(ns: u64) -> String {
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
     let mut w = BufWriter::with_capacity(1 << 20, File::create(&a.out)?);
+    let n = write(&mut w, a.events)?;
+    w.flush()?;
+    eprintln!("tracex-gen: wrote {n} events to {}", a.out);
+    Ok(())
+}
+
+/// Writes a trace of about `events` events to `w`; returns the exact number written.
+pub fn write<W: Write>(mut w: W, events: u64) -> std::io::Result<u64> {
     writeln!(w, "{{\"schemaVersion\":1,\"deviceProperties\":[{{\"id\":0,\"name\":\"NVIDIA H100\"}}],\"traceEvents\":[")?;
     let base: u64 = 1_712_195_495_519_689_047;
     let pid = 4242;
     let mut n = 0u64;
     let mut corr = 1u64;
     let mut first = true;
-    let mut sep = |w: &mut BufWriter<File>| -> std::io::Result<()> {
+    let mut sep = |w: &mut W| -> std::io::Result<()> {
         if !std::mem::take(&mut first) {
             w.write_all(b",\n")?;
         }
@@ -40,7 +48,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         "void at::native::reduce_kernel<512, 1>",
     ];
     let mut t = base;
-    while n < a.events {
+    while n < events {
         for th in 0..4u64 {
             let tid = 5000 + th;
             let op_start = t + th * 97;
@@ -75,7 +83,5 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         write!(w, "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":\"{name}\"}}}}")?;
     }
     writeln!(w, "\n],\"displayTimeUnit\":\"ns\"}}")?;
-    w.flush()?;
-    eprintln!("tracex-gen: wrote {} events to {}", n + 4, a.out);
-    Ok(())
+    Ok(n + 4)
 }

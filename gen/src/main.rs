@@ -1,7 +1,9 @@
 //! `tracex-gen`: writes large synthetic traces of each input format, for benchmarks
 //! (`scripts/bench.sh`). Output is deterministic for given arguments.
 
-mod chrome;
+use tracex_gen::{chrome, cupti};
+
+mod measure;
 mod nsys;
 
 use clap::{Parser, Subcommand};
@@ -18,6 +20,11 @@ enum What {
     /// A PyTorch-profiler-like Chrome JSON trace: CPU ops launching kernels with flows,
     /// GPU streams, counters
     Chrome(chrome::Args),
+    /// A matching pair of GPU flame-graph inputs: uprobe CPU stacks at each cudaLaunchKernel
+    /// (extended folded) and the CUPTI records of the launches (JSON or text)
+    Cupti(cupti::Args),
+    /// Time the Chrome importer against plain serde_json typed parsing of the same file
+    Measure(measure::Args),
     /// An Nsight Systems SQLite export: NVTX ranges around CUDA launches, kernels on GPU
     /// streams, in two processes on two GPUs
     Nsys(nsys::Args),
@@ -26,6 +33,8 @@ enum What {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().what {
         What::Chrome(a) => chrome::run(&a),
+        What::Cupti(a) => cupti::run(&a),
+        What::Measure(a) => measure::run(&a),
         What::Nsys(a) => nsys::run(&a),
     }
 }

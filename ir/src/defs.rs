@@ -13,7 +13,7 @@ use crate::model::{
 use crate::stack::StackTable;
 use crate::strings::{Interner, StrId};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Defs {
     pub strings: Interner,
     pub processes: Vec<Process>,

@@ -152,6 +152,21 @@ impl Event {
         }
     }
 
+    /// Moves the event in time by `delta` ns (thread-clock times are left alone).
+    pub fn shift(&mut self, delta: i64) {
+        match self {
+            Event::Slice(s) => s.ts += delta,
+            Event::Instant(i) => i.ts += delta,
+            Event::Counter(c) => c.ts += delta,
+            Event::Flow(f) => f.ts += delta,
+            Event::Sample(s) => {
+                if let Some(t) = &mut s.ts {
+                    *t += delta;
+                }
+            }
+        }
+    }
+
     /// The track the event lives on, if it has one (counters have none).
     pub fn track(&self) -> Option<TrackId> {
         match self {

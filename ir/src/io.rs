@@ -163,3 +163,53 @@ impl io::Write for OutFile {
         self.w.flush()
     }
 }
+
+/// Reads a text input line by line with 1-based line numbers, without requiring UTF-8 (a line
+/// of binary data is the caller's to report). `\n` and `\r\n` endings are removed.
+pub struct LineReader<R> {
+    r: io::BufReader<R>,
+    buf: Vec<u8>,
+    line: u64,
+}
+
+impl<R: io::Read> LineReader<R> {
+    pub fn new(r: R) -> Self {
+        LineReader {
+            r: io::BufReader::with_capacity(1 << 20, r),
+            buf: Vec::new(),
+            line: 0,
+        }
+    }
+
+    /// The next line and its number, or `None` at the end of the input.
+    pub fn next_line(&mut self) -> io::Result<Option<(u64, &[u8])>> {
+        use io::BufRead;
+        self.buf.clear();
+        if self.r.read_until(b'\n', &mut self.buf)? == 0 {
+            return Ok(None);
+        }
+        self.line += 1;
+        let mut end = self.buf.len();
+        if self.buf[..end].ends_with(b"\n") {
+            end -= 1;
+        }
+        if self.buf[..end].ends_with(b"\r") {
+            end -= 1;
+        }
+        Ok(Some((self.line, &self.buf[..end])))
+    }
+}
+
+#[cfg(test)]
+mod line_tests {
+    use super::LineReader;
+
+    #[test]
+    fn numbers_lines_and_strips_endings() {
+        let mut r = LineReader::new(&b"a 1\r\n\nb\xff 2"[..]);
+        assert_eq!(r.next_line().unwrap(), Some((1, &b"a 1"[..])));
+        assert_eq!(r.next_line().unwrap(), Some((2, &b""[..])));
+        assert_eq!(r.next_line().unwrap(), Some((3, &b"b\xff 2"[..])));
+        assert_eq!(r.next_line().unwrap(), None);
+    }
+}

@@ -66,14 +66,24 @@ fn approx_size(ev: &Event) -> usize {
 pub const DEFAULT_BUDGET: usize = 256 << 20;
 
 /// A [`Sink`] adapter that forwards everything to `inner` in the total order, at `finish`.
+///
+/// Several inputs can be merged into one timeline: call [`Sorter::begin_input`] before each
+/// input's events and [`Sorter::set_offsets`] before `finish`; each input's events are then moved
+/// by its offset (clock alignment) while being merged. Runs never mix inputs, so an offset known
+/// only at the end keeps every run sorted.
 pub struct Sorter<S> {
     inner: S,
-    buf: Vec<(OrderKey, Event)>,
+    buf: Vec<(OrderKey, u32, Event)>,
     bytes: usize,
     budget: usize,
-    runs: Vec<File>,
+    runs: Vec<Spilled>,
     seq: u64,
-    scratch: Vec<u8>,
+    input: u32,
+    inputs_begun: u32,
+    first_ts: Vec<Option<i64>>,
+    offsets: Vec<i64>,
+    /// The run being written in the background while events keep arriving (at most one).
+    spilling: Option<std::thread::JoinHandle<Result<Vec<Spilled>>>>,
 }
 
 impl<S: Sink> Sorter<S> {
@@ -90,8 +100,32 @@ impl<S: Sink> Sorter<S> {
             budget: budget.max(1),
             runs: Vec::new(),
             seq: 0,
-            scratch: Vec::new(),
+            input: 0,
+            inputs_begun: 0,
+            first_ts: vec![None],
+            offsets: Vec::new(),
+            spilling: None,
         }
+    }
+
+    /// Call before each input's events (also the first): events from now on belong to the
+    /// next input. Events pushed before any call belong to input 0.
+    pub fn begin_input(&mut self) {
+        if self.inputs_begun > 0 {
+            self.input += 1;
+            self.first_ts.push(None);
+        }
+        self.inputs_begun += 1;
+    }
+
+    /// The earliest timestamp of each input so far (`None`: no timed event).
+    pub fn first_ts(&self) -> &[Option<i64>] {
+        &self.first_ts
+    }
+
+    /// Moves input `i`'s events by `offsets[i]` ns when they are merged (missing = 0).
+    pub fn set_offsets(&mut self, offsets: Vec<i64>) {
+        self.offsets = offsets;
     }
 
     /// How many runs went to disk so far.
@@ -103,26 +137,68 @@ impl<S: Sink> Sorter<S> {
         self.inner
     }
 
+    /// Hands the buffer to a background thread that sorts it and writes it as runs (one per
+    /// input), after the previous one is done: so at most two buffers exist at a time, and the
+    /// spill threshold is half the budget.
     fn spill(&mut self) -> Result<()> {
-        self.buf.sort_unstable_by_key(|(k, _)| *k);
-        let mut w = BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
-        for (k, ev) in self.buf.drain(..) {
-            self.scratch.clear();
-            codec::put_i64(&mut self.scratch, k.ts);
-            self.scratch.push(k.class);
-            codec::put_i64(&mut self.scratch, k.neg_dur);
-            codec::put_u64(&mut self.scratch, k.seq);
-            codec::encode(&ev, &mut self.scratch);
-            w.write_all(&(self.scratch.len() as u32).to_le_bytes())?;
-            w.write_all(&self.scratch)?;
-        }
-        let mut f = w.into_inner().map_err(|e| e.into_error())?;
-        f.seek(SeekFrom::Start(0))?;
-        self.runs.push(f);
+        self.collect_spill()?;
+        let buf = std::mem::take(&mut self.buf);
         self.bytes = 0;
+        self.spilling = Some(std::thread::spawn(move || write_runs(buf)));
+        Ok(())
+    }
+
+    /// Waits for the background spill, if any, and keeps its runs.
+    fn collect_spill(&mut self) -> Result<()> {
+        if let Some(h) = self.spilling.take() {
+            let runs = h.join().map_err(|_| {
+                crate::Error::Unsupported("internal: the spill thread panicked".into())
+            })??;
+            self.runs.extend(runs);
+        }
         Ok(())
     }
 }
+
+/// Sorts `buf` by (input, key): one contiguous sorted segment per input.
+fn sort_by_input(buf: &mut [(OrderKey, u32, Event)]) {
+    buf.sort_unstable_by_key(|(k, i, _)| (*i, *k));
+}
+
+/// Sorts a buffer and writes one run file per input.
+fn write_runs(mut buf: Vec<(OrderKey, u32, Event)>) -> Result<Vec<Spilled>> {
+    sort_by_input(&mut buf);
+    let mut runs = Vec::new();
+    let mut scratch = Vec::new();
+    let mut start = 0;
+    while start < buf.len() {
+        let input = buf[start].1;
+        let end = start
+            + buf[start..]
+                .iter()
+                .take_while(|(_, i, _)| *i == input)
+                .count();
+        let mut w = BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
+        for (k, _, ev) in &buf[start..end] {
+            scratch.clear();
+            codec::put_i64(&mut scratch, k.ts);
+            scratch.push(k.class);
+            codec::put_i64(&mut scratch, k.neg_dur);
+            codec::put_u64(&mut scratch, k.seq);
+            codec::encode(ev, &mut scratch);
+            w.write_all(&(scratch.len() as u32).to_le_bytes())?;
+            w.write_all(&scratch)?;
+        }
+        let mut f = w.into_inner().map_err(|e| e.into_error())?;
+        f.seek(SeekFrom::Start(0))?;
+        runs.push((f, input));
+        start = end;
+    }
+    Ok(runs)
+}
+
+/// A run written to a temporary file, and the input it belongs to.
+type Spilled = (File, u32);
 
 /// Reads one spilled run back, record by record.
 struct RunReader {
@@ -158,68 +234,149 @@ impl RunReader {
     }
 }
 
+/// A sorted source in the final merge: a run on disk or a segment of the last buffer.
+enum Run {
+    Disk(RunReader),
+    Memory(std::vec::IntoIter<(OrderKey, u32, Event)>),
+}
+
+impl Run {
+    fn next(&mut self) -> Result<Option<(OrderKey, Event)>> {
+        match self {
+            Run::Disk(r) => r.next(),
+            Run::Memory(it) => Ok(it.next().map(|(k, _, e)| (k, e))),
+        }
+    }
+}
+
 impl<S: Sink> Sink for Sorter<S> {
     fn event(&mut self, _defs: &mut Defs, event: Event) -> Result<()> {
         let key = OrderKey::of(&event, self.seq);
         self.seq += 1;
+        if !matches!(&event, Event::Sample(s) if s.ts.is_none()) {
+            let f = &mut self.first_ts[self.input as usize];
+            *f = Some(f.map_or(key.ts, |t: i64| t.min(key.ts)));
+        }
         self.bytes += approx_size(&event);
-        self.buf.push((key, event));
-        if self.bytes >= self.budget {
+        self.buf.push((key, self.input, event));
+        if self.bytes >= self.budget / 2 {
             self.spill()?;
         }
         Ok(())
     }
 
     fn finish(&mut self, defs: &mut Defs) -> Result<()> {
-        self.buf.sort_unstable_by_key(|(k, _)| *k);
-        if self.runs.is_empty() {
-            for (_, ev) in std::mem::take(&mut self.buf) {
+        self.collect_spill()?;
+        let mut buf = std::mem::take(&mut self.buf);
+        sort_by_input(&mut buf);
+        let offsets = std::mem::take(&mut self.offsets);
+        if self.runs.is_empty() && self.input == 0 {
+            let off = offsets.first().copied().unwrap_or(0);
+            for (_, _, mut ev) in buf {
+                if off != 0 {
+                    ev.shift(off);
+                }
                 self.inner.event(defs, ev)?;
             }
             return self.inner.finish(defs);
         }
-        // k-way merge: the runs on disk and the last run still in memory.
-        let mut readers: Vec<RunReader> = std::mem::take(&mut self.runs)
+        // The k-way merge (reading and decoding runs) runs on another thread and hands events
+        // over in batches, while this thread feeds them to the sinks behind.
+        let mut runs: Vec<(Run, u32)> = std::mem::take(&mut self.runs)
             .into_iter()
-            .map(|f| RunReader {
-                r: BufReader::with_capacity(256 << 10, f),
-                rec: Vec::new(),
+            .map(|(f, input)| {
+                let r = RunReader {
+                    r: BufReader::with_capacity(256 << 10, f),
+                    rec: Vec::new(),
+                };
+                (Run::Disk(r), input)
             })
             .collect();
-        let mut heads: Vec<Option<Event>> = Vec::with_capacity(readers.len() + 1);
-        let mut heap = BinaryHeap::new();
-        for (i, r) in readers.iter_mut().enumerate() {
-            match r.next()? {
-                Some((k, ev)) => {
-                    heap.push(Reverse((k, i)));
-                    heads.push(Some(ev));
+        while let Some(&(_, input, _)) = buf.first() {
+            let n = buf.iter().take_while(|(_, i, _)| *i == input).count();
+            let rest = buf.split_off(n);
+            runs.push((Run::Memory(buf.into_iter()), input));
+            buf = rest;
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Event>>>(4);
+        let merger = std::thread::spawn(move || {
+            if let Err(e) = merge(runs, &offsets, &tx) {
+                let _ = tx.send(Err(e));
+            }
+        });
+        let mut result = Ok(());
+        for batch in rx.iter() {
+            match batch {
+                Ok(events) => {
+                    for ev in events {
+                        if let Err(e) = self.inner.event(defs, ev) {
+                            result = Err(e);
+                            break;
+                        }
+                    }
                 }
-                None => heads.push(None),
+                Err(e) => result = Err(e),
+            }
+            if result.is_err() {
+                break;
             }
         }
-        let mem_idx = readers.len();
-        let mut mem = std::mem::take(&mut self.buf).into_iter();
-        if let Some((k, ev)) = mem.next() {
-            heap.push(Reverse((k, mem_idx)));
-            heads.push(Some(ev));
-        } else {
-            heads.push(None);
-        }
-        while let Some(Reverse((_, i))) = heap.pop() {
-            let ev = heads[i].take().expect("head present");
-            self.inner.event(defs, ev)?;
-            let next = if i == mem_idx {
-                mem.next()
-            } else {
-                readers[i].next()?
-            };
-            if let Some((k, ev)) = next {
-                heads[i] = Some(ev);
-                heap.push(Reverse((k, i)));
-            }
-        }
+        drop(rx);
+        let _ = merger.join();
+        result?;
         self.inner.finish(defs)
     }
+}
+
+/// Merges sorted runs, each moved by its input's offset, and sends the events in batches.
+fn merge(
+    mut runs: Vec<(Run, u32)>,
+    offsets: &[i64],
+    tx: &std::sync::mpsc::SyncSender<Result<Vec<Event>>>,
+) -> Result<()> {
+    const BATCH: usize = 4096;
+    let offset = |input: u32| offsets.get(input as usize).copied().unwrap_or(0);
+    let shifted = |mut k: OrderKey, input: u32| {
+        k.ts = k.ts.saturating_add(offset(input));
+        k
+    };
+    let mut heads: Vec<Option<Event>> = Vec::with_capacity(runs.len());
+    let mut heap = BinaryHeap::new();
+    for (i, (run, input)) in runs.iter_mut().enumerate() {
+        match run.next()? {
+            Some((k, ev)) => {
+                heap.push(Reverse((shifted(k, *input), i)));
+                heads.push(Some(ev));
+            }
+            None => heads.push(None),
+        }
+    }
+    let mut batch = Vec::with_capacity(BATCH);
+    while let Some(Reverse((_, i))) = heap.pop() {
+        let mut ev = heads[i].take().expect("head present");
+        let input = runs[i].1;
+        let off = offset(input);
+        if off != 0 {
+            ev.shift(off);
+        }
+        batch.push(ev);
+        if batch.len() == BATCH
+            && tx
+                .send(Ok(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))))
+                .is_err()
+        {
+            // the receiver stopped (an error downstream)
+            return Ok(());
+        }
+        if let Some((k, ev)) = runs[i].0.next()? {
+            heads[i] = Some(ev);
+            heap.push(Reverse((shifted(k, input), i)));
+        }
+    }
+    if !batch.is_empty() {
+        let _ = tx.send(Ok(batch));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -251,6 +408,29 @@ mod tests {
             }));
         }
         v
+    }
+
+    #[test]
+    fn inputs_are_merged_with_offsets() {
+        for budget in [usize::MAX, 500] {
+            let mut defs = Defs::new();
+            let mut s = Sorter::with_budget(MemSink::default(), budget);
+            let slice = |ts| Event::Slice(Slice::new(TrackId(0), ts, 1, StrId(0)));
+            s.begin_input();
+            for ts in [30, 10, 20] {
+                s.event(&mut defs, slice(ts)).unwrap();
+            }
+            s.begin_input();
+            for ts in [1005, 1000, 1015] {
+                s.event(&mut defs, slice(ts)).unwrap();
+            }
+            assert_eq!(s.first_ts(), &[Some(10), Some(1000)]);
+            // align the second input's start with the first's
+            s.set_offsets(vec![0, -990]);
+            s.finish(&mut defs).unwrap();
+            let ts: Vec<i64> = s.into_inner().events.iter().map(|e| e.ts()).collect();
+            assert_eq!(ts, vec![10, 10, 15, 20, 25, 30], "budget {budget}");
+        }
     }
 
     fn run(budget: usize) -> (Vec<Event>, usize) {

@@ -23,7 +23,17 @@ pub struct Probe<'a> {
     pub is_dir: bool,
 }
 
-impl Probe<'_> {
+impl<'a> Probe<'a> {
+    /// A probe of bytes alone: no path, not compressed, not a directory (for sniffer tests).
+    pub fn of_bytes(head: &'a [u8]) -> Probe<'a> {
+        Probe {
+            path: None,
+            head,
+            compressed: false,
+            is_dir: false,
+        }
+    }
+
     /// The head as text up to the last complete UTF-8 character, if it is text at all.
     pub fn text(&self) -> Option<&str> {
         match std::str::from_utf8(self.head) {

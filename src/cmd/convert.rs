@@ -1,6 +1,6 @@
 //! `tracex convert IN... OUT`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -12,7 +12,7 @@ use crate::formats::{self, Format};
 use crate::input::same_file;
 use crate::options::Options;
 
-fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static Format> {
+pub fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static Format> {
     let names = || {
         formats::formats()
             .filter(|f| f.export.is_some())
@@ -40,33 +40,85 @@ fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static Format>
     })
 }
 
+/// The options of every format, from the command line.
+pub fn options(args: &ConvertArgs) -> Options {
+    let mut opts = Options::default();
+    args.chrome.apply(&mut opts);
+    args.folded.apply(&mut opts);
+    args.nsys.apply(&mut opts);
+    #[cfg(feature = "otf2")]
+    args.otf2.apply(&mut opts);
+    opts
+}
+
+/// Whether `path` lies inside the directory `dir`.
+fn inside(path: &Path, dir: &Path) -> bool {
+    match (path.canonicalize(), dir.canonicalize()) {
+        (Ok(p), Ok(d)) => d.is_dir() && p.starts_with(d),
+        _ => false,
+    }
+}
+
 pub fn run(args: &ConvertArgs, quiet: bool) -> anyhow::Result<()> {
-    let (out, ins) = args.paths.split_last().expect("clap requires two paths");
+    if let Some(plan) = super::batch::plan(args)? {
+        return super::batch::run(args, &plan, quiet);
+    }
+    let (out, ins) = args.paths.split_last().expect("clap requires one path");
+    if ins.is_empty() {
+        bail!("give the output path after the input(s): tracex convert IN... OUT (or folders with --to for a batch)");
+    }
     let format = output_format(out, args.to.as_deref())?;
+    convert_one(ins, out, format, args, quiet)
+}
+
+/// Converts `ins` into one output `out` of `format`.
+pub fn convert_one(
+    ins: &[String],
+    out: &str,
+    format: &'static Format,
+    args: &ConvertArgs,
+    quiet: bool,
+) -> anyhow::Result<()> {
     let target = if out == "-" {
         OutputTarget::Stdout
     } else {
         let p = PathBuf::from(out);
-        for i in ins {
-            if i != "-" && same_file(std::path::Path::new(i), &p) {
+        let paths = formats::output_paths(format, &p);
+        for i in ins.iter().filter(|i| *i != "-") {
+            // an output directory (an OTF2 archive) must not hold an input either
+            if paths
+                .iter()
+                .any(|q| same_file(Path::new(i), q) || inside(Path::new(i), q))
+            {
                 bail!("the output {out} is also an input; tracex never overwrites its input");
             }
         }
-        if p.exists() && !args.force {
-            bail!("{out} exists; use --force to replace it");
+        let taken: Vec<String> = paths
+            .iter()
+            .filter(|q| q.symlink_metadata().is_ok())
+            .map(|q| q.display().to_string())
+            .collect();
+        if !taken.is_empty() && !args.force {
+            bail!("{} exists; use --force to replace it", taken.join(", "));
         }
         OutputTarget::Path(p)
     };
-    let mut opts = Options::default();
-    args.chrome.apply(&mut opts);
-    args.nsys.apply(&mut opts);
+    let opts = options(args);
     let started = Instant::now();
     let mut sources = super::open_sources(ins, args.from.as_deref())?;
     let export = format.export.expect("checked");
     let mut defs = Defs::new();
     let sink = export(&target, &opts).with_context(|| format!("cannot create {out}"))?;
-    super::run(&mut sources, &opts, &args.common, &mut defs, sink, quiet)
-        .with_context(|| format!("conversion to {out} failed; nothing was written"))?;
+    super::run(
+        &mut sources,
+        &opts,
+        &args.common,
+        args.align,
+        &mut defs,
+        sink,
+        quiet,
+    )
+    .with_context(|| format!("conversion to {out} failed; nothing was written"))?;
     super::print_diagnostics(&defs, quiet);
     if !quiet {
         let inputs: Vec<String> = sources

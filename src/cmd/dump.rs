@@ -27,6 +27,7 @@ pub fn run(args: &DumpArgs, quiet: bool) -> anyhow::Result<()> {
         &mut sources,
         &Options::default(),
         &args.common,
+        crate::pipeline::Align::Clock,
         &mut defs,
         Box::new(Collect(events.clone())),
         quiet,

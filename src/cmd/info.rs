@@ -2,6 +2,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 use std::rc::Rc;
 
 use serde_json::json;
@@ -86,11 +87,13 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
         &mut sources,
         &Options::default(),
         &args.common,
+        crate::pipeline::Align::Clock,
         &mut defs,
         Box::new(InfoSink(counts.clone())),
         quiet,
     )?;
     let c = counts.borrow();
+    let mut out = std::io::stdout().lock();
     let mut tracks: BTreeMap<&str, u64> = BTreeMap::new();
     for t in &defs.tracks {
         let k = match t.kind {
@@ -142,67 +145,72 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
         "diagnostics": diags,
     });
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(());
     }
-    println!(
+    writeln!(
+        out,
         "input:      {}{}",
         args.input,
         if compressed { " (gzip)" } else { "" }
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "format:     {format}   (sniffers: {})",
         sniffed
             .iter()
             .map(|(f, c)| format!("{f} {c}"))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    )?;
     let total: u64 = c.by_kind.values().sum();
-    println!("events:     {total}");
+    writeln!(out, "events:     {total}")?;
     for (k, n) in &c.by_kind {
-        println!("  {k:<10} {n}");
+        writeln!(out, "  {k:<10} {n}")?;
     }
     if !c.slices_by_kind.is_empty() {
-        println!("slices by kind:");
+        writeln!(out, "slices by kind:")?;
         for (k, n) in &c.slices_by_kind {
-            println!("  {k:<10} {n}");
+            writeln!(out, "  {k:<10} {n}")?;
         }
     }
     if c.open_slices > 0 {
-        println!("open slices (never ended): {}", c.open_slices);
+        writeln!(out, "open slices (never ended): {}", c.open_slices)?;
     }
-    println!("flows:      {}", c.flows.len());
-    println!("processes:  {}", defs.processes.len());
-    println!("threads:    {}", defs.threads.len());
-    println!(
+    writeln!(out, "flows:      {}", c.flows.len())?;
+    writeln!(out, "processes:  {}", defs.processes.len())?;
+    writeln!(out, "threads:    {}", defs.threads.len())?;
+    writeln!(
+        out,
         "tracks:     {}",
         tracks
             .iter()
             .map(|(k, n)| format!("{k} {n}"))
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    println!("counters:   {} series", defs.counters.len());
+    )?;
+    writeln!(out, "counters:   {} series", defs.counters.len())?;
     if let (Some(a), Some(b)) = (c.first, c.last) {
-        println!(
+        writeln!(
+            out,
             "time:       {a} .. {b} ns (span {} = {:.6} s)",
             b - a,
             (b - a) as f64 / 1e9
-        );
+        )?;
     }
     if let Some(o) = defs.clock.origin_unix_ns {
-        println!("clock:      ts 0 = unix {o} ns");
+        writeln!(out, "clock:      ts 0 = unix {o} ns")?;
     }
     if defs.diag.is_empty() {
-        println!("diagnostics: none");
+        writeln!(out, "diagnostics: none")?;
     } else {
-        println!("diagnostics:");
+        writeln!(out, "diagnostics:")?;
         for d in defs.diag.iter() {
-            println!(
+            writeln!(
+                out,
                 "  {:<7} {} ×{} (first at {})",
                 d.kind.severity, d.kind.name, d.count, d.first
-            );
+            )?;
         }
     }
     Ok(())

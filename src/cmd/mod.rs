@@ -1,17 +1,19 @@
+pub mod batch;
 pub mod convert;
 pub mod dump;
 pub mod formats;
 pub mod info;
+pub mod stats;
 
 use std::io::Write;
 
 use anyhow::{bail, Context};
-use tracex_ir::{Defs, Severity};
+use tracex_ir::{Defs, Severity, Sink};
 
 use crate::cli::CommonArgs;
 use crate::input::{self, Input};
 use crate::options::Options;
-use crate::pipeline::{self, Source};
+use crate::pipeline::{self, Align, Chain, Source};
 
 /// Opens inputs and picks each one's format.
 pub fn open_sources(paths: &[String], from: Option<&str>) -> anyhow::Result<Vec<Source>> {
@@ -33,20 +35,26 @@ pub fn run(
     sources: &mut [Source],
     opts: &Options,
     common: &CommonArgs,
+    align: Align,
     defs: &mut Defs,
     sink: Box<dyn tracex_ir::Sink>,
     quiet: bool,
 ) -> anyhow::Result<()> {
     let budget = pipeline::parse_size(&common.mem_budget)
         .with_context(|| format!("--mem-budget {:?} is not a size", common.mem_budget))?;
-    let mut chain = pipeline::chain(sink, pipeline::needs_sort(sources), budget);
+    let mut chain = Chain::new(
+        sink,
+        pipeline::needs_sort(sources),
+        budget,
+        common.filter()?,
+    );
     {
         let bar = crate::progress::Bar::start(
             sources.iter().map(|s| s.input.progress.clone()).collect(),
             "reading".into(),
             quiet,
         );
-        pipeline::import_all(sources, opts, defs, &mut chain)?;
+        pipeline::import_all(sources, opts, defs, &mut chain, align)?;
         drop(bar);
     }
     if common.strict && defs.diag.errors() > 0 {
@@ -56,7 +64,9 @@ pub fn run(
             defs.diag.errors()
         );
     }
+    let spinner = crate::progress::Spinner::start("ordering and writing", quiet);
     chain.finish(defs)?;
+    drop(spinner);
     Ok(())
 }
 

@@ -30,6 +30,7 @@ pub static FORMAT: Format = Format {
     order: EventOrder::Unsorted,
     input: InputKind::Stream,
     diagnostics: tracex_chrome::DIAGNOSTICS,
+    refines: None,
 };
 
 /// Chrome options on the command line.

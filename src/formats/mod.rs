@@ -2,7 +2,11 @@
 //! glue (registry entry, command-line options) lives in its own module here.
 
 pub mod chrome;
+pub mod cupti;
+pub mod folded;
 pub mod nsys;
+#[cfg(feature = "otf2")]
+pub mod otf2;
 
 use tracex_ir::diag::DiagKind;
 use tracex_ir::io::OutputTarget;
@@ -20,6 +24,7 @@ pub enum InputKind {
     /// A byte stream (decompressed transparently); stdin works.
     Stream,
     /// A file on disk (SQLite, archives); stdin is copied to a temporary file first.
+    #[cfg_attr(not(feature = "otf2"), allow(dead_code))]
     File,
 }
 
@@ -37,10 +42,20 @@ pub struct Format {
     pub order: EventOrder,
     pub input: InputKind,
     pub diagnostics: &'static [&'static DiagKind],
+    /// The format this one is a more specific reading of (CUPTI's Chrome JSON is Chrome JSON):
+    /// when both sniff the same input equally sure, the refining format wins.
+    pub refines: Option<&'static str>,
 }
 
 /// Every format, in the order `tracex formats` lists them.
-static FORMATS: &[&Format] = &[&chrome::FORMAT, &nsys::FORMAT];
+static FORMATS: &[&Format] = &[
+    &chrome::FORMAT,
+    &cupti::FORMAT,
+    &folded::FORMAT,
+    &nsys::FORMAT,
+    #[cfg(feature = "otf2")]
+    &otf2::FORMAT,
+];
 
 pub fn formats() -> impl Iterator<Item = &'static Format> {
     FORMATS.iter().copied()
@@ -62,9 +77,21 @@ pub fn for_output_name(name: &str) -> Option<&'static Format> {
         .map(|(f, _)| f)
 }
 
+/// The paths an output occupies (several for OTF2), to refuse overwriting any of them.
+pub fn output_paths(format: &Format, out: &std::path::Path) -> Vec<std::path::PathBuf> {
+    #[cfg(feature = "otf2")]
+    if format.name == otf2::FORMAT.name {
+        return otf2::output_paths(out);
+    }
+    let _ = format;
+    vec![out.to_path_buf()]
+}
+
 /// Every diagnostic kind tracex can report.
 pub fn all_diagnostics() -> Vec<&'static DiagKind> {
     let mut v: Vec<&'static DiagKind> = tracex_ir::diag::kinds::ALL.to_vec();
+    v.extend_from_slice(crate::filter::DIAGNOSTICS);
+    v.extend_from_slice(crate::pipeline::DIAGNOSTICS);
     for f in formats() {
         v.extend_from_slice(f.diagnostics);
     }

@@ -23,17 +23,24 @@ pub static FORMAT: Format = Format {
     order: EventOrder::Sorted,
     input: InputKind::File,
     diagnostics: tracex_nsys::DIAGNOSTICS,
+    refines: None,
 };
 
 /// Nsight Systems options on the command line.
 #[derive(clap::Args, Debug, Clone)]
 pub struct NsysArgs {
-    /// What to read from nsys exports, comma-separated (default: all): kernel, memcpy, memset,
-    /// sync, cuda-api, graph, cuda-event, nvtx, nvtx-kernel, osrt, samples, sched, metrics,
-    /// memory, cublas, cudnn, mpi, ucx, openacc, openmp, overhead, diagnostics; `-name` leaves
-    /// one out (`--activity=-samples,-sched`)
-    #[arg(long, value_name = "LIST", value_parser = Activities::parse, allow_hyphen_values = true)]
-    pub activity: Option<Activities>,
+    /// What the nsys importer reads at all, comma-separated (default: all): kernel, memcpy,
+    /// memset, sync, cuda-api, graph, cuda-event, nvtx, nvtx-kernel, osrt, samples, sched,
+    /// metrics, memory, cublas, cudnn, mpi, ucx, openacc, openmp, overhead, diagnostics; `-name`
+    /// leaves one out (`--nsys-activity=-samples,-sched`). The generic --activity filters after
+    /// import, for every format
+    #[arg(
+        long = "nsys-activity",
+        value_name = "LIST",
+        value_parser = Activities::parse,
+        allow_hyphen_values = true
+    )]
+    pub nsys_activity: Option<Activities>,
 
     /// Keep only NVTX ranges and marks whose name starts with P (repeatable)
     #[arg(long, value_name = "P")]
@@ -46,7 +53,7 @@ pub struct NsysArgs {
 
 impl NsysArgs {
     pub fn apply(&self, opts: &mut Options) {
-        if let Some(a) = self.activity {
+        if let Some(a) = self.nsys_activity {
             opts.nsys.activities = a;
         }
         opts.nsys.nvtx_prefixes = self.nvtx_prefix.clone();

@@ -73,6 +73,8 @@ kinds! {
         "a pid, tid or id is neither a number nor a string; its JSON text is used as a string id";
     METADATA_WITHOUT_ARGS = "chrome_metadata_without_args", Warning,
         "a metadata event has no usable args (no name or sort_index); it was dropped";
+    ROCPROF_EXACT_NS = "chrome_rocprof_exact_ns", Info,
+        "a complete event carried rocprof's args.BeginNs/EndNs; its time and duration were taken from them to the nanosecond (ts and dur hold whole microseconds)";
     EXPORT_UNTIMED_SAMPLE = "chrome_export_untimed_sample", Warning,
         "a sample without a time (from folded stacks) was written with ts 0: Chrome samples need a time";
     EXPORT_NON_FINITE = "chrome_export_non_finite", Warning,

@@ -8,6 +8,7 @@
 mod args;
 mod ids;
 pub mod raw;
+mod rocprof;
 mod samples;
 pub mod tokenizer;
 
@@ -408,7 +409,10 @@ impl Importer {
             }
         }
         s.thread_dur = self.opt_time(ctx, e.tdur);
-        self.bind_v2(ctx, e, track, ts);
+        if rocprof::exact_times(ctx.defs, &mut s) {
+            self.note(ctx, &d::ROCPROF_EXACT_NS);
+        }
+        self.bind_v2(ctx, e, track, s.ts);
         ctx.emit(Event::Slice(s))
     }
 
@@ -731,9 +735,10 @@ impl Importer {
     fn finish(mut self, ctx: &mut ImportCtx) -> Result<()> {
         // Slices begun and never ended stay open.
         for s in self.open.drain() {
+            let detail = format!("{:?} at ts {} ns", ctx.defs.str(s.name), s.ts);
             ctx.defs
                 .diag
-                .record(&ir_kinds::OPEN_SLICE, Location::Nowhere);
+                .record_detail(&ir_kinds::OPEN_SLICE, Location::Nowhere, detail);
             ctx.emit(Event::Slice(s))?;
         }
         for pairer in [

@@ -1,0 +1,308 @@
+//! The raw text of the CUPTI injection library (`helper_cupti_activity.h` printers): one record
+//! per line, continuation lines indented, log lines in between. Times are exact ns.
+
+use std::io::Read;
+
+use rustc_hash::FxHashMap;
+use tracex_ir::diag::kinds as ir_kinds;
+use tracex_ir::io::LineReader;
+use tracex_ir::kind::cat;
+use tracex_ir::{
+    Arg, Args, Event, ImportCtx, Instant, Location, NamePriority, Process, ProcessId, Result,
+    Slice, TrackId, Value,
+};
+
+use super::record::{self, Record};
+use super::{Correlation, Devices, CAT_MEMORY, CAT_OVERHEAD, UNKNOWN_STREAM};
+use crate::diag as d;
+
+/// Reads CUPTI text records from `reader` into `ctx`.
+pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
+    let mut lines = LineReader::new(reader);
+    let mut imp = TextImporter::default();
+    while let Some((no, bytes)) = lines.next_line()? {
+        let at = Location::Line(no);
+        let Ok(line) = std::str::from_utf8(bytes) else {
+            imp.flush(ctx)?;
+            ctx.defs.diag.record(&d::NOT_TEXT, at);
+            continue;
+        };
+        if line.trim().is_empty() {
+            imp.flush(ctx)?;
+            ctx.defs.diag.record(&d::BLANK_LINE, at);
+            continue;
+        }
+        if line.starts_with([' ', '\t']) {
+            match &mut imp.pending {
+                Some(p) => {
+                    p.more.push_str(line);
+                    p.more.push(',');
+                }
+                None => ctx.defs.diag.record(&d::ORPHAN_CONTINUATION, at),
+            }
+            continue;
+        }
+        imp.flush(ctx)?;
+        if record::looks_like_record(line) {
+            imp.pending = Some(Pending {
+                line: no,
+                head: line.to_string(),
+                more: String::new(),
+            });
+        } else {
+            ctx.defs.diag.record(&d::LOG_LINE, at);
+        }
+    }
+    imp.flush(ctx)?;
+    if ctx.defs.clock.origin_unix_ns.is_none() {
+        // CUPTI's default timestamps are Unix-epoch nanoseconds.
+        ctx.defs.clock.origin_unix_ns = Some(0);
+    }
+    std::mem::take(&mut imp.corr).finish(ctx)
+}
+
+/// A record line and its continuation lines, read until the next record.
+struct Pending {
+    line: u64,
+    head: String,
+    more: String,
+}
+
+#[derive(Default)]
+struct TextImporter {
+    pending: Option<Pending>,
+    processes: FxHashMap<i64, ProcessId>,
+    threads: FxHashMap<(i64, i64), TrackId>,
+    overhead: Option<ProcessId>,
+    overhead_threads: FxHashMap<i64, TrackId>,
+    devices: Devices,
+    corr: Correlation,
+}
+
+/// Keys that become part of the slice itself rather than args.
+const CONSUMED: &[&str] = &["", "duration", "processId", "threadId"];
+
+/// A field value as an arg: integers as numbers, `[ 1, 2, 3 ]` as a JSON array, quotes removed.
+fn value(v: &str) -> Value {
+    if let Ok(i) = v.parse::<i64>() {
+        return Value::Int(i);
+    }
+    if let Ok(u) = v.parse::<u64>() {
+        return Value::UInt(u);
+    }
+    if let Some(inner) = v.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+        let items: Vec<&str> = inner.split(',').map(str::trim).collect();
+        if items.iter().all(|i| i.parse::<i64>().is_ok()) {
+            return Value::Json(format!("[{}]", items.join(",")).into());
+        }
+    }
+    Value::str(v.trim_matches('"'))
+}
+
+impl TextImporter {
+    fn flush(&mut self, ctx: &mut ImportCtx) -> Result<()> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        let at = Location::Line(p.line);
+        let mut rec = match record::parse(&p.head) {
+            Ok(r) => r,
+            Err(why) => {
+                ctx.defs.diag.record_detail(&d::BAD_RECORD, at, why);
+                return Ok(());
+            }
+        };
+        record::push_fields(&p.more, &mut rec.fields);
+        self.map(ctx, &rec, at)
+    }
+
+    fn args(ctx: &mut ImportCtx, rec: &Record, skip: &[&str]) -> Args {
+        rec.fields
+            .iter()
+            .filter(|f| !CONSUMED.contains(&f.key) && !skip.contains(&f.key))
+            .map(|f| Arg {
+                key: ctx.defs.intern(f.key),
+                value: value(f.value),
+            })
+            .collect()
+    }
+
+    /// Maps one record; what makes it unusable is counted as `cupti_bad_record`.
+    fn map(&mut self, ctx: &mut ImportCtx, rec: &Record, at: Location) -> Result<()> {
+        let bad = |ctx: &mut ImportCtx, why: String| {
+            ctx.defs.diag.record_detail(&d::BAD_RECORD, at.clone(), why);
+            Ok(())
+        };
+        let (start, end) = match rec.times[..] {
+            [s, e] => (s, e),
+            [t] => (t, t),
+            _ => return bad(ctx, format!("{}: expected one or two times", rec.kind)),
+        };
+        let emit = |ctx: &mut ImportCtx, ev: Event| ctx.emit(ev);
+        match rec.kind {
+            "RUNTIME" | "DRIVER" => {
+                let Some(name) = rec.name() else {
+                    return bad(ctx, format!("{}: a call without a name", rec.kind));
+                };
+                let (Some(pid), Some(tid)) = (rec.int("processId"), rec.int("threadId")) else {
+                    return bad(ctx, format!("{}: no processId or threadId", rec.kind));
+                };
+                let track = self.thread(ctx, pid, tid);
+                let category = if rec.kind == "RUNTIME" {
+                    cat::CUDA_RUNTIME
+                } else {
+                    cat::CUDA_DRIVER
+                };
+                let s = Self::slice(ctx, rec, track, start, end, name, category, &[]);
+                if let Some(id) = rec.int("correlationId").filter(|&c| c > 0) {
+                    self.corr.call(id as u64, track, start, at.clone());
+                }
+                emit(ctx, Event::Slice(s))
+            }
+            "CONCURRENT_KERNEL" | "KERNEL" | "MEMCPY" | "MEMCPY2" | "MEMSET" => {
+                let (category, name) = match rec.kind {
+                    "MEMCPY" | "MEMCPY2" => {
+                        (cat::MEMCPY, format!("Memcpy {}", rec.label.unwrap_or("")))
+                    }
+                    "MEMSET" => (cat::MEMSET, "Memset".to_string()),
+                    _ => match rec.name() {
+                        Some(n) => (cat::KERNEL, n.to_string()),
+                        None => return bad(ctx, format!("{}: no kernel name", rec.kind)),
+                    },
+                };
+                let track = match (rec.int("deviceId"), rec.int("streamId")) {
+                    (Some(dev), Some(stream)) => {
+                        let stream = u32::try_from(stream).unwrap_or(UNKNOWN_STREAM);
+                        self.devices.stream(ctx.defs, dev as u32, stream)
+                    }
+                    _ => {
+                        ctx.defs.diag.record(&d::NO_DEVICE, at.clone());
+                        self.devices.stream(ctx.defs, 0, UNKNOWN_STREAM)
+                    }
+                };
+                let s = Self::slice(ctx, rec, track, start, end, &name, category, &[]);
+                if let Some(id) = rec.int("correlationId").filter(|&c| c > 0) {
+                    self.corr.work(id as u64, track, start, at.clone());
+                }
+                emit(ctx, Event::Slice(s))
+            }
+            "MEMORY2" | "MEMORY" => {
+                let op = rec.get("memoryOperationType").unwrap_or("MEMORY");
+                let name = match rec.get("memoryKind") {
+                    Some(k) => format!("{op} ({k})"),
+                    None => op.to_string(),
+                };
+                let device = rec.int("deviceId").unwrap_or(0) as u32;
+                let track = self.devices.process_track(ctx.defs, device);
+                let i = Instant {
+                    track,
+                    ts: start,
+                    name: ctx.defs.intern(&name),
+                    cat: Some(ctx.defs.intern(CAT_MEMORY)),
+                    args: Self::args(ctx, rec, &[]),
+                    stack: None,
+                    color: None,
+                };
+                emit(ctx, Event::Instant(i))
+            }
+            "OVERHEAD" => {
+                let kind = rec.label.unwrap_or("OVERHEAD");
+                let track = self.overhead_thread(ctx, rec.int("id").unwrap_or(0));
+                let mut s = Self::slice(
+                    ctx,
+                    rec,
+                    track,
+                    start,
+                    end,
+                    kind,
+                    CAT_OVERHEAD,
+                    &["id", "correlation id"],
+                );
+                let mut extra = vec![("type", Value::str(kind))];
+                if let Some(target) = rec.fields.iter().find(|f| f.key.is_empty()) {
+                    extra.push(("target", Value::str(target.value)));
+                }
+                if let Some(c) = rec.int("correlation id") {
+                    extra.push(("correlationId", Value::Int(c)));
+                }
+                for (k, v) in extra {
+                    s.args.push(Arg {
+                        key: ctx.defs.intern(k),
+                        value: v,
+                    });
+                }
+                emit(ctx, Event::Slice(s))
+            }
+            other => {
+                ctx.defs
+                    .diag
+                    .record_detail(&d::UNKNOWN_RECORD, at, other.to_string());
+                Ok(())
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn slice(
+        ctx: &mut ImportCtx,
+        rec: &Record,
+        track: TrackId,
+        start: i64,
+        end: i64,
+        name: &str,
+        category: &str,
+        skip: &[&str],
+    ) -> Slice {
+        let name = ctx.defs.intern(name);
+        let mut s = Slice::new(track, start, (end - start).max(0), name);
+        s.cat = Some(ctx.defs.intern(category));
+        s.args = Self::args(ctx, rec, skip);
+        if end < start {
+            ctx.defs
+                .diag
+                .record(&ir_kinds::SLICE_NEGATIVE_DURATION, Location::Nowhere);
+            s.args.push(Arg {
+                key: ctx.defs.intern("tracex_original_dur_ns"),
+                value: Value::Int(end - start),
+            });
+        }
+        s
+    }
+
+    fn thread(&mut self, ctx: &mut ImportCtx, pid: i64, tid: i64) -> TrackId {
+        if let Some(&t) = self.threads.get(&(pid, tid)) {
+            return t;
+        }
+        let p = *self.processes.entry(pid).or_insert_with(|| {
+            ctx.defs.add_process(Process {
+                os_pid: Some(pid),
+                ..Process::default()
+            })
+        });
+        let th = ctx.defs.add_thread(p, Some(tid), None);
+        let t = ctx.defs.thread(th).track;
+        self.threads.insert((pid, tid), t);
+        t
+    }
+
+    /// CUPTI's own overhead, on threads of a `CUPTI_Overhead` process (as the JSON converter
+    /// lays it out): overhead records carry a thread id but no process.
+    fn overhead_thread(&mut self, ctx: &mut ImportCtx, id: i64) -> TrackId {
+        if let Some(&t) = self.overhead_threads.get(&id) {
+            return t;
+        }
+        let p = *self.overhead.get_or_insert_with(|| {
+            let label = ctx.defs.intern("CUPTI_Overhead");
+            let p = ctx.defs.add_process(Process {
+                label: Some(label),
+                ..Process::default()
+            });
+            ctx.defs.set_process_name(p, label, NamePriority::Inferred);
+            p
+        });
+        let th = ctx.defs.add_thread(p, Some(id), None);
+        let t = ctx.defs.thread(th).track;
+        self.overhead_threads.insert(id, t);
+        t
+    }
+}

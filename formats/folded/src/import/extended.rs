@@ -1,0 +1,161 @@
+//! One extended folded line of the eBPF uprobe profiler:
+//! `timestamp_ns comm pid tid cpu frame;frame;...`. The first five fields are split on
+//! whitespace; the rest of the line is the stack (frames contain spaces).
+
+use std::borrow::Cow;
+
+use tracex_ir::DiagKind;
+
+use crate::diag as d;
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct ExtLine<'a> {
+    pub ts: i64,
+    pub comm: &'a str,
+    pub pid: i64,
+    pub tid: i64,
+    pub cpu: u32,
+    pub stack: &'a str,
+}
+
+/// The first `n` whitespace-separated fields and the rest (trimmed), if there are that many.
+fn fields(line: &str, n: usize) -> Option<(Vec<&str>, &str)> {
+    let mut out = Vec::with_capacity(n);
+    let mut rest = line.trim_start();
+    for _ in 0..n {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        out.push(&rest[..end]);
+        rest = rest[end..].trim_start();
+    }
+    Some((out, rest.trim_end()))
+}
+
+fn digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether a line has the extended shape: a numeric timestamp, a command, three numbers, and a
+/// stack.
+pub fn looks_extended(line: &str) -> bool {
+    match fields(line, 5) {
+        Some((f, rest)) => {
+            !rest.is_empty() && digits(f[0]) && digits(f[2]) && digits(f[3]) && digits(f[4])
+        }
+        None => false,
+    }
+}
+
+/// Parses a trimmed, non-empty line; the error is the diagnostic and a description.
+pub fn parse(line: &str) -> Result<ExtLine<'_>, (&'static DiagKind, String)> {
+    let short = || {
+        (
+            &d::EXT_SHORT_LINE,
+            "fewer than six fields (timestamp_ns comm pid tid cpu stack)".to_string(),
+        )
+    };
+    let (f, stack) = fields(line, 5).ok_or_else(short)?;
+    if stack.is_empty() {
+        return Err(short());
+    }
+    let num = |what: &str, s: &str| -> Result<i64, (&'static DiagKind, String)> {
+        if digits(s) {
+            if let Ok(v) = s.parse::<i64>() {
+                return Ok(v);
+            }
+        }
+        Err((&d::EXT_BAD_NUMBER, format!("{what} {s:?} is not a number")))
+    };
+    let ts = num("timestamp", f[0])?;
+    let pid = num("pid", f[2])?;
+    let tid = num("tid", f[3])?;
+    let cpu = u32::try_from(num("cpu", f[4])?).map_err(|_| {
+        (
+            &d::EXT_BAD_NUMBER,
+            format!("cpu {:?} is out of range", f[4]),
+        )
+    })?;
+    Ok(ExtLine {
+        ts,
+        comm: f[1],
+        pid,
+        tid,
+        cpu,
+        stack,
+    })
+}
+
+/// Removes terminal escape sequences (`ESC [ ... letter`), which a coloured log may carry.
+pub fn strip_ansi(line: &str) -> Cow<'_, str> {
+    if !line.contains('\u{1b}') {
+        return Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_five_fields_then_the_stack() {
+        let l = "1761680628903821454 runcu 3861826 3861827 1 main;chat(Transformer*, int);cudaLaunchKernel";
+        assert!(looks_extended(l));
+        assert_eq!(
+            parse(l).unwrap(),
+            ExtLine {
+                ts: 1761680628903821454,
+                comm: "runcu",
+                pid: 3861826,
+                tid: 3861827,
+                cpu: 1,
+                stack: "main;chat(Transformer*, int);cudaLaunchKernel",
+            }
+        );
+        assert!(!looks_extended("a;b 3"));
+        assert!(!looks_extended("main;foo 12 3 4 5 6"));
+    }
+
+    #[test]
+    fn bad_lines_say_why() {
+        assert_eq!(
+            parse("1 a 2 3 4").unwrap_err().0.name,
+            "folded_ext_short_line"
+        );
+        assert_eq!(
+            parse("17 a 2 3").unwrap_err().0.name,
+            "folded_ext_short_line"
+        );
+        let (k, why) = parse("17x a 2 3 4 main").unwrap_err();
+        assert_eq!(k.name, "folded_ext_bad_number");
+        assert!(why.contains("timestamp"), "{why}");
+        assert_eq!(
+            parse("1 a 2 3 99999999999 main").unwrap_err().0.name,
+            "folded_ext_bad_number"
+        );
+    }
+
+    #[test]
+    fn strips_colour() {
+        assert_eq!(strip_ansi("\u{1b}[31m1\u{1b}[0m a"), "1 a");
+        assert_eq!(strip_ansi("plain"), "plain");
+    }
+}

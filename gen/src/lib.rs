@@ -1,0 +1,5 @@
+//! Generators of large synthetic traces, shared by the `tracex-gen` binary and the benchmarks.
+
+pub mod baseline;
+pub mod chrome;
+pub mod cupti;
