@@ -442,6 +442,37 @@ impl TableCounts {
     }
 }
 
+/// (table, SQL filter, event kind, category) of tables whose rows become one event each.
+const ONE_TO_ONE: &[(&str, &str, &str, &str)] = &[
+    ("CUPTI_ACTIVITY_KIND_KERNEL", "1", "slice", "kernel"),
+    ("CUPTI_ACTIVITY_KIND_MEMCPY", "1", "slice", "gpu_memcpy"),
+    ("CUPTI_ACTIVITY_KIND_MEMSET", "1", "slice", "gpu_memset"),
+    (
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+        "1",
+        "slice",
+        "cuda_sync",
+    ),
+    ("OSRT_API", "1", "slice", "osrt"),
+    (
+        "NVTX_EVENTS",
+        "eventType IN (59, 60, 70, 71)",
+        "slice",
+        "nvtx",
+    ),
+    ("NVTX_EVENTS", "eventType = 34", "instant", "nvtx"),
+    ("COMPOSITE_EVENTS", "1", "event", "sample"),
+    ("SCHED_EVENTS", "1", "instant", "sched"),
+    ("PROFILER_OVERHEAD", "1", "slice", "nsys_overhead"),
+    (
+        "CUPTI_ACTIVITY_KIND_OVERHEAD",
+        "1",
+        "slice",
+        "cupti_overhead",
+    ),
+    ("DIAGNOSTIC_EVENT", "1", "instant", "nsys_diagnostic"),
+];
+
 #[test]
 fn fidelity_sql_row_counts_match_event_counts_on_every_real_export() {
     let files = corpus_files("nsys");
@@ -465,26 +496,15 @@ fn fidelity_sql_row_counts_match_event_counts_on_every_real_export() {
                 + count(&slices["cuda_driver"])
                 + diag(&info, "nsys_cuda_backtrace_row"),
         );
-        check(
-            "kernels",
-            sql.rows("CUPTI_ACTIVITY_KIND_KERNEL", all),
-            count(&slices["kernel"]),
-        );
-        check(
-            "memcpy",
-            sql.rows("CUPTI_ACTIVITY_KIND_MEMCPY", all),
-            count(&slices["gpu_memcpy"]),
-        );
-        check(
-            "memset",
-            sql.rows("CUPTI_ACTIVITY_KIND_MEMSET", all),
-            count(&slices["gpu_memset"]),
-        );
-        check(
-            "synchronization",
-            sql.rows("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", all),
-            count(&slices["cuda_sync"]),
-        );
+        // tables whose rows map one to one onto events of one category
+        for (table, filter, kind, cat) in ONE_TO_ONE {
+            let got = match *kind {
+                "slice" => count(&slices[cat]),
+                "instant" => count(&instants[cat]),
+                _ => count(&info["events"][cat]),
+            };
+            check(&format!("{table} {filter}"), sql.rows(table, filter), got);
+        }
         check(
             "CUDA graphs",
             sql.rows("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", all) + sql.rows("CUDA_GRAPH_EVENTS", all),
@@ -496,49 +516,9 @@ fn fidelity_sql_row_counts_match_event_counts_on_every_real_export() {
             count(&instants["cuda_event"]) + diag(&info, "nsys_cuda_event_without_time"),
         );
         check(
-            "OS runtime",
-            sql.rows("OSRT_API", all),
-            count(&slices["osrt"]),
-        );
-        check(
-            "NVTX push/pop + start/end",
-            sql.rows("NVTX_EVENTS", "eventType IN (59, 60, 70, 71)"),
-            count(&slices["nvtx"]),
-        );
-        check(
-            "NVTX marks",
-            sql.rows("NVTX_EVENTS", "eventType = 34"),
-            count(&instants["nvtx"]),
-        );
-        check(
             "NVTX definitions",
             sql.rows("NVTX_EVENTS", "eventType IN (33, 39, 75, 76)"),
             diag(&info, "nsys_nvtx_definition_row"),
-        );
-        check(
-            "samples",
-            sql.rows("COMPOSITE_EVENTS", all),
-            count(&info["events"]["sample"]),
-        );
-        check(
-            "sched",
-            sql.rows("SCHED_EVENTS", all),
-            count(&instants["sched"]),
-        );
-        check(
-            "profiler overhead",
-            sql.rows("PROFILER_OVERHEAD", all),
-            count(&slices["nsys_overhead"]),
-        );
-        check(
-            "CUPTI overhead",
-            sql.rows("CUPTI_ACTIVITY_KIND_OVERHEAD", all),
-            count(&slices["cupti_overhead"]),
-        );
-        check(
-            "nsys diagnostics",
-            sql.rows("DIAGNOSTIC_EVENT", all),
-            count(&instants["nsys_diagnostic"]),
         );
         let gpu_tables = [
             "CUPTI_ACTIVITY_KIND_KERNEL",

@@ -2,18 +2,15 @@
 //! `TARGET_INFO_GPU_METRICS` because metric ids are not stable), and the CUDA memory each
 //! process holds on each GPU (running total of `CUDA_GPU_MEMORY_USAGE_EVENTS`).
 
-use rusqlite::Connection;
-
 use crate::db::Row;
 use rustc_hash::FxHashMap;
 use tracex_ir::{CounterDef, CounterValue, Defs, Event, Location, Num, Result};
 
-use crate::cpu::usable;
-use crate::db::{rowid, Cols, Schema};
+use crate::db::{lenient_rows, rowid, Cols};
 use crate::identity::GlobalId;
 use crate::importer::{Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{Kind, Query, StreamDef};
+use crate::plan::{Kind, Query, Setup, StreamDef};
 
 /// Counter keys in [`Importer::counters`]: (kind, a, b).
 const METRIC: u8 = 0;
@@ -23,78 +20,39 @@ const MEMORY: u8 = 1;
 #[derive(Debug, Default)]
 pub struct MetricNames(FxHashMap<(i64, i64), String>);
 
-pub fn plans(
-    conn: &Connection,
-    schema: &Schema,
-    imp: &mut Importer,
-    defs: &mut Defs,
-    out: &mut Vec<StreamDef>,
-) -> Result<()> {
-    if imp.opts.activities.contains(Activity::Metrics) {
-        if let Some(t) = schema.table("GPU_METRICS") {
-            if usable(
-                &t,
-                &["timestamp", "typeId", "metricId", "value"],
-                defs,
-                conn,
-            )? {
-                if let Some(info) = schema.table("TARGET_INFO_GPU_METRICS") {
-                    let sql = format!(
-                        "SELECT {} FROM {}",
-                        info.select_list(&["typeId", "metricId", "metricName"]),
-                        info.sql_name()
-                    );
-                    if let Ok(mut stmt) = conn.prepare(&sql) {
-                        let names = stmt.query_map([], |r| {
-                            Ok((
-                                r.get::<_, Option<i64>>(0)?,
-                                r.get::<_, Option<i64>>(1)?,
-                                r.get::<_, Option<String>>(2)?,
-                            ))
-                        });
-                        if let Ok(names) = names {
-                            for (ty, m, n) in names.flatten() {
-                                if let (Some(ty), Some(m), Some(n)) = (ty, m, n) {
-                                    imp.metric_names.0.insert((ty, m), n);
-                                }
-                            }
-                        }
-                    }
+pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
+    let acts = imp.opts.activities;
+    let metrics = ["timestamp", "typeId", "metricId", "value"];
+    let what = (Activity::Metrics, "GPU_METRICS");
+    if let Some(t) = setup.wanted(acts, what, &metrics)? {
+        if let Some(info) = setup.schema.table("TARGET_INFO_GPU_METRICS") {
+            let sql = format!(
+                "SELECT {} FROM {}",
+                info.select_list(&["typeId", "metricId", "metricName"]),
+                info.sql_name()
+            );
+            let names = lenient_rows(setup.conn, &sql, |r| {
+                Ok((r.get::<_, Option<i64>>(0)?, r.get(1)?, r.get(2)?))
+            });
+            for (ty, m, n) in names {
+                if let (Some(ty), Some(m), Some(n)) = (ty, m, n) {
+                    imp.metric_names.0.insert((ty, m), n);
                 }
-                let query = Query::by_time(
-                    &t,
-                    "timestamp",
-                    format!(
-                        "SELECT rowid, {} FROM {}",
-                        t.select_list(&["timestamp", "typeId", "metricId", "value"]),
-                        t.sql_name()
-                    ),
-                );
-                out.push(StreamDef::new(&t, query, Kind::GpuMetric));
             }
         }
+        let query = Query::columns_by_time(&t, "timestamp", &metrics);
+        setup
+            .streams
+            .push(StreamDef::new(&t, query, Kind::GpuMetric));
     }
-    if imp.opts.activities.contains(Activity::Memory) {
-        if let Some(t) = schema.table("CUDA_GPU_MEMORY_USAGE_EVENTS") {
-            if usable(&t, &["start", "globalPid", "deviceId", "bytes"], defs, conn)? {
-                let query = Query::by_time(
-                    &t,
-                    "start",
-                    format!(
-                        "SELECT rowid, {} FROM {}",
-                        t.select_list(&[
-                            "start",
-                            "globalPid",
-                            "deviceId",
-                            "bytes",
-                            "memoryOperationType"
-                        ]),
-                        t.sql_name()
-                    ),
-                );
-                out.push(StreamDef::new(&t, query, Kind::MemoryUsage));
-            }
-        }
+    let usage = ["start", "globalPid", "deviceId", "bytes"];
+    let what = (Activity::Memory, "CUDA_GPU_MEMORY_USAGE_EVENTS");
+    if let Some(t) = setup.wanted(acts, what, &usage)? {
+        let cols = [&usage[..], &["memoryOperationType"]].concat();
+        let query = Query::columns_by_time(&t, "start", &cols);
+        setup
+            .streams
+            .push(StreamDef::new(&t, query, Kind::MemoryUsage));
     }
     Ok(())
 }

@@ -2,17 +2,15 @@
 //! and the tables of the same shape (start, end, globalTid, a name id): OS runtime, cuBLAS,
 //! cuDNN, MPI, UCX, OpenACC, OpenMP, CUDA graph creation, profiler overhead.
 
-use rusqlite::Connection;
-
 use crate::db::Row;
 use tracex_ir::kind::cat;
-use tracex_ir::{Args, Defs, Event, Location, Result, Slice, StrId, Value};
+use tracex_ir::{Args, Defs, Location, Result, StrId, Value};
 
-use crate::db::{rowid, Cols, Schema, Table};
+use crate::db::{rowid, Cols};
 use crate::enums::Enum;
-use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
+use crate::importer::{record_rows, row_at, thread_range, Decoded, Hook, Importer, Parts};
 use crate::options::Activity;
-use crate::plan::{order_by, range_order, rows_where, Kind, Query, StreamDef};
+use crate::plan::{order_by, range_order, rows_where, Kind, Query, Setup, StreamDef};
 use crate::stacks::Chain;
 
 /// How an argument column is shown.
@@ -326,23 +324,13 @@ pub struct CpuPlan {
 const CORE: &[&str] = &["start", "end", "globalTid", "callchainId"];
 
 /// Streams of the CPU tables present in the file.
-pub fn plans(
-    conn: &Connection,
-    schema: &Schema,
-    imp: &mut Importer,
-    defs: &mut Defs,
-    out: &mut Vec<StreamDef>,
-) -> Result<()> {
+pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
     for spec in CPU_TABLES {
-        if !imp.opts.activities.contains(spec.activity) {
-            continue;
-        }
-        let Some(t) = schema.table(spec.table) else {
+        let what = (spec.activity, spec.table);
+        let needed = ["start", "globalTid"];
+        let Some(t) = setup.wanted(imp.opts.activities, what, &needed)? else {
             continue;
         };
-        if !usable(&t, &["start", "globalTid"], defs, conn)? {
-            continue;
-        }
         let mut select = vec![
             t.col("start"),
             t.col("end"),
@@ -358,7 +346,7 @@ pub fn plans(
         let mut args = Vec::new();
         for ac in spec.args.iter().filter(|ac| t.has(ac.col)) {
             select.push(t.col(ac.col));
-            args.push((imp.key(defs, ac.key), ac.how));
+            args.push((imp.key(setup.defs, ac.key), ac.how));
         }
         if spec.rest_as_args {
             for c in &t.columns {
@@ -367,7 +355,7 @@ pub fn plans(
                     || spec.args.iter().any(|ac| ac.col.eq_ignore_ascii_case(c));
                 if !used {
                     select.push(t.col(c));
-                    args.push((defs.intern(c), How::Raw));
+                    args.push((setup.defs.intern(c), How::Raw));
                 }
             }
         }
@@ -379,7 +367,7 @@ pub fn plans(
                 order_by(sorted, &range_order(&t, ""))
             )
         });
-        out.push(StreamDef::new(
+        setup.streams.push(StreamDef::new(
             &t,
             query,
             Kind::Cpu(Box::new(CpuPlan {
@@ -392,45 +380,18 @@ pub fn plans(
     Ok(())
 }
 
-/// Whether `t` has the columns tracex needs; counts the rows of an unusable table.
-pub fn usable(t: &Table, needed: &[&str], defs: &mut Defs, conn: &Connection) -> Result<bool> {
-    let missing = t.missing(needed);
-    if missing.is_empty() {
-        return Ok(true);
-    }
-    let (n, first) = rows_where(conn, t, "1")?;
-    record_rows(
-        defs,
-        &crate::diag::TABLE_UNUSABLE,
-        &t.name,
-        (n.max(1), first),
-        Some(format!("{} has no column {}", t.name, missing.join(", "))),
-    );
-    Ok(false)
-}
-
 /// The CUDA API stream: runtime and driver calls from `CUPTI_ACTIVITY_KIND_RUNTIME`. Rows of
 /// eventClass 67 only carry the backtrace of the call with the same thread and correlation id;
 /// a self-join moves it onto that call.
-pub fn cuda_api_plan(
-    conn: &Connection,
-    schema: &Schema,
-    imp: &mut Importer,
-    defs: &mut Defs,
-    out: &mut Vec<StreamDef>,
-) -> Result<bool> {
-    if !imp.opts.activities.contains(Activity::CudaApi) {
-        return Ok(false);
-    }
-    let Some(t) = schema.table("CUPTI_ACTIVITY_KIND_RUNTIME") else {
+pub fn cuda_api_plan(setup: &mut Setup, imp: &mut Importer) -> Result<bool> {
+    let what = (Activity::CudaApi, "CUPTI_ACTIVITY_KIND_RUNTIME");
+    let needed = ["start", "globalTid"];
+    let Some(t) = setup.wanted(imp.opts.activities, what, &needed)? else {
         return Ok(false);
     };
-    if !usable(&t, &["start", "globalTid"], defs, conn)? {
-        return Ok(false);
-    }
     let has_class = t.has("eventClass");
     let backtraces = if has_class {
-        rows_where(conn, &t, &format!("{} = 67", t.col("eventClass")))?
+        rows_where(setup.conn, &t, &format!("{} = 67", t.col("eventClass")))?
     } else {
         (0, 0)
     };
@@ -467,7 +428,13 @@ pub fn cuda_api_plan(
         String::new()
     };
     if backtrace_rows > 0 {
-        record_rows(defs, &crate::diag::BACKTRACE_ROW, &t.name, backtraces, None);
+        record_rows(
+            setup.defs,
+            &crate::diag::BACKTRACE_ROW,
+            &t.name,
+            backtraces,
+            None,
+        );
     }
     let select = format!(
         "SELECT r.rowid, {}, {}, {}, {}, {}, {}, {}, {chain} FROM {} r{join}{filter}",
@@ -485,7 +452,7 @@ pub fn cuda_api_plan(
     });
     let mut def = StreamDef::new(&t, query, Kind::CudaApi);
     def.unique_rowid = !join.is_empty();
-    out.push(def);
+    setup.streams.push(def);
     Ok(true)
 }
 
@@ -503,16 +470,9 @@ pub fn split_api_version(name: &str) -> (&str, Option<i64>) {
 impl Importer<'_> {
     pub fn decode_cuda_api(&mut self, table: &str, row: &Row, defs: &mut Defs) -> Decoded {
         let rid = rowid(row);
-        let at = || Location::Row {
-            table: table.to_string(),
-            rowid: rid,
-        };
+        let at = row_at(table, rid);
         let mut c = Cols::new(row);
-        let start = c.int("start")?;
-        let end = c.opt_int("end")?;
-        let Some(gtid) = c.opt_int("globalTid")? else {
-            return Err(Skip::NoId("globalTid"));
-        };
+        let (start, end, gtid) = thread_range(&mut c)?;
         let name_id = c.opt_int("nameId")?;
         let class = c.opt_int("eventClass")?;
         let corr = c.opt_int("correlationId")?;
@@ -552,12 +512,14 @@ impl Importer<'_> {
                 .stack(Chain::Cuda, id, &mut self.strings, defs)?,
             None => None,
         };
-        let mut s = Slice::new(track, start, 0, name);
-        s.dur = dur;
-        s.cat = Some(cat);
-        s.args = args;
-        s.stack = stack;
-        Ok(Some((Event::Slice(s), Hook::None)))
+        let parts = Parts {
+            track,
+            ts: start,
+            name,
+            cat,
+            args,
+        };
+        Ok(Some((parts.slice(dur, stack, None), Hook::None)))
     }
 
     /// The display name of API name `id` and its ABI version, cached per id.
@@ -590,16 +552,9 @@ impl Importer<'_> {
         defs: &mut Defs,
     ) -> Decoded {
         let rid = rowid(row);
-        let at = || Location::Row {
-            table: table.to_string(),
-            rowid: rid,
-        };
+        let at = row_at(table, rid);
         let mut c = Cols::new(row);
-        let start = c.int("start")?;
-        let end = c.opt_int("end")?;
-        let Some(gtid) = c.opt_int("globalTid")? else {
-            return Err(Skip::NoId("globalTid"));
-        };
+        let (start, end, gtid) = thread_range(&mut c)?;
         let name = match c.opt_int(plan.spec.name_col)? {
             Some(id) => self.name(defs, id, at),
             None => defs.intern(plan.spec.fallback_name),
@@ -620,12 +575,14 @@ impl Importer<'_> {
             _ => None,
         };
         let cat = defs.intern(plan.spec.cat);
-        let mut s = Slice::new(track, start, 0, name);
-        s.dur = dur;
-        s.cat = Some(cat);
-        s.args = args;
-        s.stack = stack;
-        Ok(Some((Event::Slice(s), Hook::None)))
+        let parts = Parts {
+            track,
+            ts: start,
+            name,
+            cat,
+            args,
+        };
+        Ok(Some((parts.slice(dur, stack, None), Hook::None)))
     }
 
     /// Reads one argument column as `how` says; NULL gives no argument. Arguments never fail a

@@ -184,6 +184,38 @@ impl Table {
     }
 }
 
+/// The rows of `sql` as `f` reads them; a failure gives none (for the tables that only name
+/// things: without them, things stay unnamed).
+pub fn lenient_rows<T>(
+    conn: &Connection,
+    sql: &str,
+    f: impl FnMut(&rusqlite::Row) -> rusqlite::Result<T>,
+) -> Vec<T> {
+    let Ok(mut stmt) = conn.prepare(sql) else {
+        return Vec::new();
+    };
+    let Ok(it) = stmt.query_map([], f) else {
+        return Vec::new();
+    };
+    it.flatten().collect()
+}
+
+/// Columns `a` and `b` of every row of `t` that passes `filter` (SQL), as optional values.
+pub fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
+    conn: &Connection,
+    t: &Table,
+    (a, b): (&str, &str),
+    filter: &str,
+) -> Vec<(Option<A>, Option<B>)> {
+    let sql = format!(
+        "SELECT {}, {} FROM {} WHERE {filter}",
+        t.col(a),
+        t.col(b),
+        t.sql_name()
+    );
+    lenient_rows(conn, &sql, |r| Ok((r.get(0)?, r.get(1)?)))
+}
+
 pub fn quote_ident(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
 }

@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 
-use crate::db::Schema;
+use crate::db::{pairs, Schema};
 
 /// The enumerations tracex reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -198,17 +198,8 @@ impl Enums {
             let Some(t) = schema.table(e.table()) else {
                 continue;
             };
-            let label = t.col_any(&["label", "name"]);
-            let sql = format!("SELECT {}, {label} FROM {}", t.col("id"), t.sql_name());
-            let Ok(mut stmt) = conn.prepare(&sql) else {
-                continue;
-            };
-            let Ok(rows) = stmt.query_map([], |r| {
-                Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<String>>(1)?))
-            }) else {
-                continue;
-            };
-            for (id, label) in rows.flatten() {
+            let label = if t.has("label") { "label" } else { "name" };
+            for (id, label) in pairs::<i64, String>(conn, &t, ("id", label), "1") {
                 if let (Some(id), Some(label)) = (id, label) {
                     from_file.insert((e, id), label.into_boxed_str());
                 }

@@ -1,18 +1,16 @@
 //! GPU work on per-device, per-stream tracks: kernels, memory copies and sets, synchronization,
 //! CUDA graph launches (graph-mode tracing), and CUDA event completions.
 
-use rusqlite::Connection;
-
 use crate::db::Row;
-use tracex_ir::{Arg, Args, Defs, Event, Instant, Location, Result, Slice, StrId, Value};
+use tracex_ir::{Arg, Args, Defs, Location, Result, StrId, Value};
 
-use crate::cpu::usable;
-use crate::db::{rowid, Cols, Schema};
+use crate::db::{rowid, Cols};
 use crate::enums::Enum;
 use crate::identity::GlobalId;
-use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
+use crate::importer::{record_rows, row_at, Decoded, Hook, Importer, Parts, Skip};
 use crate::options::Activity;
-use crate::plan::{order_by, range_order, rows_where, Kind, Query, StreamDef};
+use crate::plan::usable;
+use crate::plan::{order_by, range_order, rows_where, Kind, Query, Setup, StreamDef};
 
 /// Flow sources: GPU tables whose rows refer to the API call that launched them.
 pub const SRC_KERNEL: u8 = 0;
@@ -147,28 +145,13 @@ fn specific(kind: GpuKind) -> &'static [&'static str] {
 }
 
 /// Streams of the GPU tables present; returns which flow sources exist.
-pub fn plans(
-    conn: &Connection,
-    schema: &Schema,
-    imp: &mut Importer,
-    defs: &mut Defs,
-    out: &mut Vec<StreamDef>,
-) -> Result<()> {
+pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
     for spec in GPU_TABLES {
-        if !imp.opts.activities.contains(spec.activity) {
-            continue;
-        }
-        let Some(t) = schema.table(spec.table) else {
+        let what = (spec.activity, spec.table);
+        let needed = ["start", "deviceId", "streamId", "globalPid"];
+        let Some(t) = setup.wanted(imp.opts.activities, what, &needed)? else {
             continue;
         };
-        if !usable(
-            &t,
-            &["start", "deviceId", "streamId", "globalPid"],
-            defs,
-            conn,
-        )? {
-            continue;
-        }
         let mut cols: Vec<&str> = COMMON.to_vec();
         cols.extend_from_slice(specific(spec.kind));
         let select = format!(
@@ -179,23 +162,21 @@ pub fn plans(
         let query = Query::ordered(&t, "start", Some("end"), |sorted| {
             format!("{select}{}", order_by(sorted, &range_order(&t, "")))
         });
-        out.push(StreamDef::new(&t, query, Kind::Gpu(spec)));
+        setup
+            .streams
+            .push(StreamDef::new(&t, query, Kind::Gpu(spec)));
     }
     if imp.opts.activities.contains(Activity::CudaEvent) {
-        if let Some(t) = schema.table("CUPTI_ACTIVITY_KIND_CUDA_EVENT") {
-            cuda_event_plan(conn, &t, defs, out)?;
+        if let Some(t) = setup.schema.table("CUPTI_ACTIVITY_KIND_CUDA_EVENT") {
+            cuda_event_plan(setup, &t)?;
         }
     }
     Ok(())
 }
 
 /// CUDA event completions: instants where nsys collected a timestamp (2025.5+, non-zero).
-fn cuda_event_plan(
-    conn: &Connection,
-    t: &crate::db::Table,
-    defs: &mut Defs,
-    out: &mut Vec<StreamDef>,
-) -> Result<()> {
+fn cuda_event_plan(setup: &mut Setup, t: &crate::db::Table) -> Result<()> {
+    let (conn, defs) = (setup.conn, &mut *setup.defs);
     if !t.has("timestamp") {
         let all = rows_where(conn, t, "1")?;
         record_rows(
@@ -237,7 +218,9 @@ fn cuda_event_plan(
     let query = Query::ordered(t, "timestamp", None, |sorted| {
         format!("{select}{}", order_by(sorted, &format!("{ts}, rowid")))
     });
-    out.push(StreamDef::new(t, query, Kind::CudaEvent));
+    setup
+        .streams
+        .push(StreamDef::new(t, query, Kind::CudaEvent));
     Ok(())
 }
 
@@ -261,10 +244,7 @@ impl Importer<'_> {
         defs: &mut Defs,
     ) -> Decoded {
         let rid = rowid(row);
-        let at = || Location::Row {
-            table: table.to_string(),
-            rowid: rid,
-        };
+        let at = row_at(table, rid);
         let mut c = Cols::new(row);
         let start = c.int("start")?;
         let end = c.opt_int("end")?;
@@ -337,12 +317,15 @@ impl Importer<'_> {
             }
         };
         let dur = self.duration(defs, start, end, &mut args, at);
-        let mut s = Slice::new(track, start, 0, name);
-        s.dur = dur;
-        s.cat = Some(cat);
-        s.args = args;
+        let parts = Parts {
+            track,
+            ts: start,
+            name,
+            cat,
+            args,
+        };
         Ok(Some((
-            Event::Slice(s),
+            parts.slice(dur, None, None),
             Hook::Gpu {
                 src: spec.src,
                 rowid: rid,
@@ -526,15 +509,14 @@ impl Importer<'_> {
             .stream(defs, GlobalId(gpid), device, context.unwrap_or(0), stream);
         let name = defs.intern("CUDA event completed");
         Ok(Some((
-            Event::Instant(Instant {
+            Parts {
                 track,
                 ts,
                 name,
-                cat: Some(self.keys.cat_cuda_event),
+                cat: self.keys.cat_cuda_event,
                 args,
-                stack: None,
-                color: None,
-            }),
+            }
+            .instant(None),
             Hook::None,
         )))
     }

@@ -11,7 +11,7 @@ use tracex_ir::{
     Value,
 };
 
-use crate::db::Schema;
+use crate::db::{lenient_rows, pairs, Schema};
 
 /// Machine, pid and tid of a global id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -73,50 +73,19 @@ pub struct Identity {
     async_tracks: FxHashMap<(ProcessId, StrId), TrackId>,
 }
 
-/// Runs `sql`, ignoring a failure (the tables read here only name things).
-fn rows<T>(
-    conn: &Connection,
-    sql: &str,
-    f: impl FnMut(&rusqlite::Row) -> rusqlite::Result<T>,
-) -> Vec<T> {
-    let Ok(mut stmt) = conn.prepare(sql) else {
-        return Vec::new();
-    };
-    let Ok(it) = stmt.query_map([], f) else {
-        return Vec::new();
-    };
-    it.flatten().collect()
-}
-
 impl Identity {
     /// Reads the naming tables: processes, thread names, host names, GPUs, stream names.
     pub fn load(conn: &Connection, schema: &Schema) -> Identity {
         let mut id = Identity::default();
         if let Some(t) = schema.table("PROCESSES") {
-            let sql = format!(
-                "SELECT {}, {} FROM {}",
-                t.col("globalPid"),
-                t.col("name"),
-                t.sql_name()
-            );
-            for (gpid, name) in rows(conn, &sql, |r| {
-                Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<String>>(1)?))
-            }) {
+            for (gpid, name) in pairs::<i64, String>(conn, &t, ("globalPid", "name"), "1") {
                 if let (Some(g), Some(n)) = (gpid, name) {
                     id.process_names.insert(GlobalId(g).process_key(), n);
                 }
             }
         }
         if let Some(t) = schema.table("MPI_RANKS") {
-            let sql = format!(
-                "SELECT {}, {} FROM {}",
-                t.col("globalTid"),
-                t.col("rank"),
-                t.sql_name()
-            );
-            for (gtid, rank) in rows(conn, &sql, |r| {
-                Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?))
-            }) {
+            for (gtid, rank) in pairs::<i64, i64>(conn, &t, ("globalTid", "rank"), "1") {
                 if let (Some(g), Some(r)) = (gtid, rank) {
                     id.mpi_ranks.insert(GlobalId(g).process_key(), r);
                 }
@@ -130,7 +99,7 @@ impl Identity {
                 t.col("priority"),
                 t.sql_name()
             );
-            for (gtid, name, prio) in rows(conn, &sql, |r| {
+            for (gtid, name, prio) in lenient_rows(conn, &sql, |r| {
                 Ok((
                     r.get::<_, Option<i64>>(0)?,
                     r.get::<_, Option<i64>>(1)?,
@@ -147,16 +116,8 @@ impl Identity {
             }
         }
         if let Some(t) = schema.table("TARGET_INFO_SYSTEM_ENV") {
-            let sql = format!(
-                "SELECT {}, {} FROM {} WHERE {} = 'Hostname'",
-                t.col("globalVid"),
-                t.col("value"),
-                t.sql_name(),
-                t.col("name")
-            );
-            for (vm, host) in rows(conn, &sql, |r| {
-                Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<String>>(1)?))
-            }) {
+            let hostname = format!("{} = 'Hostname'", t.col("name"));
+            for (vm, host) in pairs::<i64, String>(conn, &t, ("globalVid", "value"), &hostname) {
                 if let Some(h) = host.filter(|h| !h.is_empty()) {
                     id.hostnames.insert(machine_of_vm(vm.unwrap_or(1)), h);
                 }
@@ -176,7 +137,7 @@ impl Identity {
                 ]),
                 t.sql_name()
             );
-            for (k, name) in rows(conn, &sql, |r| {
+            for (k, name) in lenient_rows(conn, &sql, |r| {
                 Ok((
                     (
                         machine_of_vm(r.get::<_, Option<i64>>(0)?.unwrap_or(1)),
@@ -205,7 +166,7 @@ impl Identity {
                 t.select_list(&["vmId", "processId", "deviceId", "contextId", stream_col]),
                 t.sql_name()
             );
-            for (k, s) in rows(conn, &sql, |r| {
+            for (k, s) in lenient_rows(conn, &sql, |r| {
                 Ok((
                     (
                         machine_of_vm(r.get::<_, Option<i64>>(0)?.unwrap_or(1)),
@@ -251,7 +212,7 @@ impl Identity {
             let mut cols = vec![t.col("vmId"), t.col_any(&["id", "deviceId"]), t.col("name")];
             cols.extend(present.iter().map(|(c, _)| t.col(c)));
             let sql = format!("SELECT {} FROM {}", cols.join(", "), t.sql_name());
-            let found = rows(conn, &sql, |r| {
+            let found = lenient_rows(conn, &sql, |r| {
                 let mut meta = Vec::new();
                 for (i, (_, key)) in present.iter().enumerate() {
                     use rusqlite::types::ValueRef;

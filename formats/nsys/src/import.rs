@@ -47,23 +47,29 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
         ctx.defs,
     );
 
-    let mut streams = Vec::new();
-    let api = cpu::cuda_api_plan(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
-    cpu::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
-    gpu::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
+    let mut setup = plan::Setup {
+        conn: &conn,
+        schema: &schema,
+        defs: ctx.defs,
+        streams: Vec::new(),
+    };
+    let api = cpu::cuda_api_plan(&mut setup, &mut imp)?;
+    cpu::plans(&mut setup, &mut imp)?;
+    gpu::plans(&mut setup, &mut imp)?;
     let share = flows::kernel_launches_wanted(&schema, &imp, api);
     let mut passes = Vec::new();
     let mut kernel_spool = None;
     if let Some((stream, pass)) = projection::plan(&schema, &imp, share)? {
         kernel_spool = pass.launch_spool.clone();
-        streams.push(stream);
+        setup.streams.push(stream);
         passes.push(pass);
     }
-    flows::plans(&schema, &mut imp, api, kernel_spool, &mut streams);
-    nvtx::plans(&schema, &imp, &mut streams);
-    samples::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
-    instants::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
-    counters::plans(&conn, &schema, &mut imp, ctx.defs, &mut streams)?;
+    flows::plans(&schema, &mut imp, api, kernel_spool, &mut setup.streams);
+    nvtx::plans(&schema, &imp, &mut setup.streams);
+    samples::plans(&mut setup, &mut imp)?;
+    instants::plans(&mut setup, &mut imp)?;
+    counters::plans(&mut setup, &mut imp)?;
+    let streams = setup.streams;
 
     let mut total = 0;
     for s in &streams {

@@ -11,11 +11,11 @@ use rustc_hash::FxHashMap;
 use tracex_ir::diag::kinds as ir_kinds;
 use tracex_ir::order::OrderKey;
 use tracex_ir::{
-    Arg, Args, CounterId, Defs, DiagKind, Error, Event, FlowId, ImportCtx, Location, StrId,
-    TrackId, Value,
+    Arg, Args, CounterId, Defs, DiagKind, Error, Event, FlowId, ImportCtx, Instant, Location,
+    Slice, StrId, TrackId, Value,
 };
 
-use crate::db::BadValue;
+use crate::db::{BadValue, Cols};
 use crate::diag as d;
 use crate::enums::Enums;
 use crate::identity::Identity;
@@ -433,6 +433,64 @@ impl<'c> Importer<'c> {
             return Some(0);
         }
         Some(dur)
+    }
+}
+
+/// Where row `rowid` of `table` is, for diagnostics.
+pub fn row_at(table: &str, rowid: i64) -> impl Fn() -> Location + Copy + '_ {
+    move || Location::Row {
+        table: table.to_string(),
+        rowid,
+    }
+}
+
+/// The start, end and thread of a CPU-side range: the first columns after the rowid.
+pub fn thread_range(c: &mut Cols) -> Result<(i64, Option<i64>, i64), Skip> {
+    let start = c.int("start")?;
+    let end = c.opt_int("end")?;
+    let Some(gtid) = c.opt_int("globalTid")? else {
+        return Err(Skip::NoId("globalTid"));
+    };
+    Ok((start, end, gtid))
+}
+
+/// The parts of a slice or instant event.
+pub struct Parts {
+    pub track: TrackId,
+    pub ts: i64,
+    pub name: StrId,
+    pub cat: StrId,
+    pub args: Args,
+}
+
+impl Parts {
+    /// A slice of duration `dur` (`None`: open) with these parts.
+    pub fn slice(
+        self,
+        dur: Option<i64>,
+        stack: Option<tracex_ir::StackId>,
+        color: Option<StrId>,
+    ) -> Event {
+        let mut s = Slice::new(self.track, self.ts, 0, self.name);
+        s.dur = dur;
+        s.cat = Some(self.cat);
+        s.args = self.args;
+        s.stack = stack;
+        s.color = color;
+        Event::Slice(s)
+    }
+
+    /// An instant with these parts.
+    pub fn instant(self, color: Option<StrId>) -> Event {
+        Event::Instant(Instant {
+            track: self.track,
+            ts: self.ts,
+            name: self.name,
+            cat: Some(self.cat),
+            args: self.args,
+            stack: None,
+            color,
+        })
     }
 }
 

@@ -2,18 +2,16 @@
 //! faults and memory-pool operations on their process's or GPU's process track; nsys's own
 //! diagnostics (`DIAGNOSTIC_EVENT`) on the trace-wide track.
 
-use rusqlite::Connection;
-
 use crate::db::Row;
-use tracex_ir::{Args, Defs, Event, Instant, Result, Value};
+use tracex_ir::{Args, Defs, Result, Value};
 
-use crate::cpu::{usable, ArgCol, How};
-use crate::db::{Cols, Schema};
+use crate::cpu::{ArgCol, How};
+use crate::db::Cols;
 use crate::enums::Enum;
 use crate::identity::GlobalId;
-use crate::importer::{Decoded, Hook, Importer, Skip};
+use crate::importer::{Decoded, Hook, Importer, Parts, Skip};
 use crate::options::Activity;
-use crate::plan::{Kind, Query, StreamDef};
+use crate::plan::{Kind, Query, Setup, StreamDef};
 
 /// Whose track an instant goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,29 +124,18 @@ pub static INSTANT_TABLES: &[InstantTable] = &[
 /// The columns an instant table is read by, in this order, then its name column and args.
 const CORE: &[&str] = &["globalPid", "deviceId"];
 
-pub fn plans(
-    conn: &Connection,
-    schema: &Schema,
-    imp: &mut Importer,
-    defs: &mut Defs,
-    out: &mut Vec<StreamDef>,
-) -> Result<()> {
+pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
     for spec in INSTANT_TABLES {
-        if !imp.opts.activities.contains(spec.activity) {
-            continue;
-        }
-        let Some(t) = schema.table(spec.table) else {
-            continue;
-        };
         let mut needed = vec![spec.ts];
         match spec.owner {
             Owner::Process => needed.push("globalPid"),
             Owner::Device => needed.extend(["globalPid", "deviceId"]),
             Owner::Global => {}
         }
-        if !usable(&t, &needed, defs, conn)? {
+        let what = (spec.activity, spec.table);
+        let Some(t) = setup.wanted(imp.opts.activities, what, &needed)? else {
             continue;
-        }
+        };
         let mut cols = vec![t.col(spec.ts)];
         cols.extend(CORE.iter().map(|c| t.col(c)));
         cols.push(spec.name_from.map_or("NULL".into(), |c| t.col(c)));
@@ -158,30 +145,23 @@ pub fn plans(
             spec.ts,
             format!("SELECT rowid, {} FROM {}", cols.join(", "), t.sql_name()),
         );
-        out.push(StreamDef::new(&t, query, Kind::Instant(spec)));
+        setup
+            .streams
+            .push(StreamDef::new(&t, query, Kind::Instant(spec)));
     }
-    if imp.opts.activities.contains(Activity::Sched) {
-        if let Some(t) = schema.table("SCHED_EVENTS") {
-            if usable(&t, &["start", "globalTid"], defs, conn)? {
-                let query = Query::by_time(
-                    &t,
-                    "start",
-                    format!(
-                        "SELECT rowid, {} FROM {}",
-                        t.select_list(&[
-                            "start",
-                            "globalTid",
-                            "cpu",
-                            "isSchedIn",
-                            "threadState",
-                            "threadBlock"
-                        ]),
-                        t.sql_name()
-                    ),
-                );
-                out.push(StreamDef::new(&t, query, Kind::Sched));
-            }
-        }
+    let what = (Activity::Sched, "SCHED_EVENTS");
+    let needed = ["start", "globalTid"];
+    if let Some(t) = setup.wanted(imp.opts.activities, what, &needed)? {
+        let cols = [
+            "start",
+            "globalTid",
+            "cpu",
+            "isSchedIn",
+            "threadState",
+            "threadBlock",
+        ];
+        let query = Query::columns_by_time(&t, "start", &cols);
+        setup.streams.push(StreamDef::new(&t, query, Kind::Sched));
     }
     Ok(())
 }
@@ -227,15 +207,14 @@ impl Importer<'_> {
         }
         let cat = defs.intern(spec.cat);
         Ok(Some((
-            Event::Instant(Instant {
+            Parts {
                 track,
                 ts,
                 name,
-                cat: Some(cat),
+                cat,
                 args,
-                stack: None,
-                color: None,
-            }),
+            }
+            .instant(None),
             Hook::None,
         )))
     }
@@ -263,15 +242,14 @@ impl Importer<'_> {
         }
         let cat = defs.intern("sched");
         Ok(Some((
-            Event::Instant(Instant {
+            Parts {
                 track,
                 ts,
                 name,
-                cat: Some(cat),
+                cat,
                 args,
-                stack: None,
-                color: None,
-            }),
+            }
+            .instant(None),
             Hook::None,
         )))
     }

@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use serde_json::{Map, Value as Json};
 use tracex_ir::{Defs, Location, Value};
 
-use crate::db::Schema;
+use crate::db::{pairs, Schema};
 
 /// System properties worth keeping (`TARGET_INFO_SYSTEM_ENV` also holds environment variables,
 /// which are left out).
@@ -19,33 +19,14 @@ const SYSTEM_KEYS: &[&str] = &[
     "CudaDriverVersion",
 ];
 
-fn pairs(conn: &Connection, sql: &str) -> Vec<(String, Option<String>)> {
-    let Ok(mut stmt) = conn.prepare(sql) else {
-        return Vec::new();
-    };
-    let Ok(rows) = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, Option<String>>(0)?,
-            r.get::<_, Option<String>>(1)?,
-        ))
-    }) else {
-        return Vec::new();
-    };
-    rows.flatten().filter_map(|(k, v)| Some((k?, v))).collect()
-}
-
 pub fn load(conn: &Connection, schema: &Schema, defs: &mut Defs) {
     let mut export = Map::new();
     for table in ["META_DATA_EXPORT", "EXPORT_META_DATA"] {
         if let Some(t) = schema.table(table) {
-            let sql = format!(
-                "SELECT {}, {} FROM {}",
-                t.col("name"),
-                t.col("value"),
-                t.sql_name()
-            );
-            for (k, v) in pairs(conn, &sql) {
-                export.insert(k, v.map_or(Json::Null, Json::String));
+            for (k, v) in pairs::<String, String>(conn, &t, ("name", "value"), "1") {
+                if let Some(k) = k {
+                    export.insert(k, v.map_or(Json::Null, Json::String));
+                }
             }
         }
     }
@@ -68,15 +49,9 @@ pub fn load(conn: &Connection, schema: &Schema, defs: &mut Defs) {
         );
     }
     if let Some(t) = schema.table("TARGET_INFO_SYSTEM_ENV") {
-        let sql = format!(
-            "SELECT {}, {} FROM {}",
-            t.col("name"),
-            t.col("value"),
-            t.sql_name()
-        );
         let mut system = Map::new();
-        for (k, v) in pairs(conn, &sql) {
-            if SYSTEM_KEYS.contains(&k.as_str()) {
+        for (k, v) in pairs::<String, String>(conn, &t, ("name", "value"), "1") {
+            if let Some(k) = k.filter(|k| SYSTEM_KEYS.contains(&k.as_str())) {
                 system.insert(k, v.map_or(Json::Null, Json::String));
             }
         }

@@ -9,11 +9,11 @@ use rusqlite::Connection;
 
 use crate::db::Row;
 use rustc_hash::FxHashMap;
-use tracex_ir::{Args, Defs, Event, Instant, Location, Result, Slice, StrId, Value};
+use tracex_ir::{Args, Defs, Location, Result, StrId, Value};
 
 use crate::db::{rowid, sqlite_error, Cols, Schema, Table};
 use crate::identity::GlobalId;
-use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
+use crate::importer::{record_rows, row_at, thread_range, Decoded, Hook, Importer, Parts, Skip};
 use crate::options::Activity;
 use crate::plan::{order_by, range_order, rows_where, Kind, Query, StreamDef};
 
@@ -223,16 +223,9 @@ impl Importer<'_> {
     /// Reads an NVTX event row: name, domain, category, colour, payload.
     fn nvtx_row(&mut self, table: &str, row: &Row, defs: &mut Defs) -> Result<NvtxRow, Skip> {
         let rid = rowid(row);
-        let at = || Location::Row {
-            table: table.to_string(),
-            rowid: rid,
-        };
+        let at = row_at(table, rid);
         let mut c = Cols::new(row);
-        let start = c.int("start")?;
-        let end = c.opt_int("end")?;
-        let Some(gtid) = c.opt_int("globalTid")? else {
-            return Err(Skip::NoId("globalTid"));
-        };
+        let (start, end, gtid) = thread_range(&mut c)?;
         let end_gtid = c.opt_int("endGlobalTid")?;
         let text = c.opt_text();
         let text_id = c.opt_int("textId")?;
@@ -325,10 +318,7 @@ impl Importer<'_> {
         defs: &mut Defs,
     ) -> Decoded {
         let rid = rowid(row);
-        let at = || Location::Row {
-            table: table.to_string(),
-            rowid: rid,
-        };
+        let at = row_at(table, rid);
         let mut r = self.nvtx_row(table, row, defs)?;
         let track = if async_range {
             self.async_range_track(defs, GlobalId(r.gtid), r.domain)
@@ -340,11 +330,13 @@ impl Importer<'_> {
         } else {
             r.end.map(|e| (e - r.start).max(0))
         };
-        let mut s = Slice::new(track, r.start, 0, r.name);
-        s.dur = dur;
-        s.cat = Some(self.keys.cat_nvtx);
-        s.color = r.color;
-        s.args = r.args;
+        let parts = Parts {
+            track,
+            ts: r.start,
+            name: r.name,
+            cat: self.keys.cat_nvtx,
+            args: r.args,
+        };
         let hook = if async_range {
             Hook::None
         } else {
@@ -354,7 +346,7 @@ impl Importer<'_> {
                 emit,
             }
         };
-        Ok(Some((Event::Slice(s), hook)))
+        Ok(Some((parts.slice(dur, None, r.color), hook)))
     }
 
     /// The async track of NVTX domain `domain` in the process of `g`: "NVTX <domain name>".
@@ -385,15 +377,14 @@ impl Importer<'_> {
         let r = self.nvtx_row(table, row, defs)?;
         let track = self.ids.thread(defs, &self.strings, r.gtid);
         Ok(Some((
-            Event::Instant(Instant {
+            Parts {
                 track,
                 ts: r.start,
                 name: r.name,
-                cat: Some(self.keys.cat_nvtx),
+                cat: self.keys.cat_nvtx,
                 args: r.args,
-                stack: None,
-                color: r.color,
-            }),
+            }
+            .instant(r.color),
             Hook::None,
         )))
     }

@@ -10,8 +10,10 @@ use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 use tracex_ir::{Location, Result};
 
-use crate::db::{sqlite_error, Table};
+use crate::db::{sqlite_error, Schema, Table};
+use crate::options::{Activities, Activity};
 use crate::spool::Spool;
+use tracex_ir::Defs;
 
 /// How the rows of a stream become events.
 #[derive(Clone, Debug)]
@@ -80,6 +82,16 @@ impl Query {
             }),
             params: Vec::new(),
         }
+    }
+
+    /// Columns `cols` (after the rowid) of `table` in time order of its column `ts`.
+    pub fn columns_by_time(table: &Table, ts: &'static str, cols: &[&str]) -> Query {
+        let select = format!(
+            "SELECT rowid, {} FROM {}",
+            table.select_list(cols),
+            table.sql_name()
+        );
+        Query::by_time(table, ts, select)
     }
 
     /// `select` (a query without ORDER BY) in time order of one column `ts` of `table`.
@@ -232,6 +244,50 @@ pub fn is_time_ordered(
     Ok(true)
 }
 
+/// Whether `t` has the columns tracex needs; counts the rows of an unusable table.
+pub fn usable(t: &Table, needed: &[&str], defs: &mut Defs, conn: &Connection) -> Result<bool> {
+    let missing = t.missing(needed);
+    if missing.is_empty() {
+        return Ok(true);
+    }
+    let (n, first) = rows_where(conn, t, "1")?;
+    crate::importer::record_rows(
+        defs,
+        &crate::diag::TABLE_UNUSABLE,
+        &t.name,
+        (n.max(1), first),
+        Some(format!("{} has no column {}", t.name, missing.join(", "))),
+    );
+    Ok(false)
+}
+
+/// What the modules that plan streams work with: the file, the definitions, the streams so far.
+pub struct Setup<'a> {
+    pub conn: &'a Connection,
+    pub schema: &'a Schema,
+    pub defs: &'a mut Defs,
+    pub streams: Vec<StreamDef>,
+}
+
+impl Setup<'_> {
+    /// Table `name` when `activity` is among `activities` and the file has it with the
+    /// `needed` columns (an unusable one is counted).
+    pub fn wanted(
+        &mut self,
+        activities: Activities,
+        (activity, name): (Activity, &str),
+        needed: &[&str],
+    ) -> Result<Option<Table>> {
+        if !activities.contains(activity) {
+            return Ok(None);
+        }
+        let Some(t) = self.schema.table(name) else {
+            return Ok(None);
+        };
+        Ok(usable(&t, needed, self.defs, self.conn)?.then_some(t))
+    }
+}
+
 /// How many rows of `table` match `filter` (SQL), and the rowid of the first one.
 pub fn rows_where(conn: &Connection, table: &Table, filter: &str) -> Result<(u64, i64)> {
     let sql = format!(
@@ -254,17 +310,5 @@ pub fn rows_where(conn: &Connection, table: &Table, filter: &str) -> Result<(u64
 
 /// The number of rows of a table (for progress and accounting).
 pub fn row_count(conn: &Connection, table: &Table) -> Result<u64> {
-    let sql = format!("SELECT count(*) FROM {}", table.sql_name());
-    conn.query_row(&sql, [], |r| r.get::<_, i64>(0))
-        .map(|n| n.max(0) as u64)
-        .map_err(|e| {
-            sqlite_error(
-                Location::Row {
-                    table: table.name.clone(),
-                    rowid: 0,
-                },
-                "cannot count rows",
-                e,
-            )
-        })
+    rows_where(conn, table, "1").map(|(n, _)| n)
 }

@@ -16,12 +16,12 @@ use std::sync::Arc;
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
-use tracex_ir::{Defs, Event, Location, Result, Slice, Value};
+use tracex_ir::{Defs, Location, Result, Value};
 
 use crate::db::{sqlite_error, Cols, Row, Schema};
 use crate::flows;
 use crate::identity::GlobalId;
-use crate::importer::{Decoded, Hook, Importer};
+use crate::importer::{Decoded, Hook, Importer, Parts};
 use crate::nvtx::{name_sql, prefix_filter, PUSH_POP};
 use crate::options::Activity;
 use crate::plan::{order_by, Kind, Orders, Query, StreamDef};
@@ -522,11 +522,18 @@ impl Importer<'_> {
         self.arg(defs, &mut args, "tid", Value::Int(GlobalId(gtid).tid()));
         self.arg(defs, &mut args, "kernels", Value::Int(kernels));
         self.arg(defs, &mut args, "nvtx_rowid", Value::Int(nvtx_rowid));
-        let mut s = Slice::new(track, start, (end - start).max(0), name);
-        s.cat = Some(self.keys.cat_nvtx_kernel);
-        s.color = self.color_of(defs, name);
-        s.args = args;
-        Ok(Some((Event::Slice(s), Hook::None)))
+        let color = self.color_of(defs, name);
+        let parts = Parts {
+            track,
+            ts: start,
+            name,
+            cat: self.keys.cat_nvtx_kernel,
+            args,
+        };
+        Ok(Some((
+            parts.slice(Some((end - start).max(0)), None, color),
+            Hook::None,
+        )))
     }
 }
 

@@ -1,54 +1,33 @@
 //! CPU samples: `COMPOSITE_EVENTS` rows (one per sample) with their stacks from
 //! `SAMPLING_CALLCHAINS` (looked up per sample by id), as IR samples on thread tracks.
 
-use rusqlite::Connection;
-
 use crate::db::Row;
 use tracex_ir::{Defs, Event, Result, Sample};
 
-use crate::cpu::usable;
-use crate::db::{Cols, Schema};
+use crate::db::Cols;
 use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
 use crate::options::Activity;
-use crate::plan::{rows_where, Kind, Query, StreamDef};
+use crate::plan::{rows_where, Kind, Query, Setup, StreamDef};
 use crate::stacks::Chain;
 
-pub fn plans(
-    conn: &Connection,
-    schema: &Schema,
-    imp: &mut Importer,
-    defs: &mut Defs,
-    out: &mut Vec<StreamDef>,
-) -> Result<()> {
-    if !imp.opts.activities.contains(Activity::Samples) {
-        return Ok(());
-    }
-    let Some(t) = schema.table("COMPOSITE_EVENTS") else {
+pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
+    let what = (Activity::Samples, "COMPOSITE_EVENTS");
+    let needed = ["start", "globalTid"];
+    let Some(t) = setup.wanted(imp.opts.activities, what, &needed)? else {
         return Ok(());
     };
-    if !usable(&t, &["start", "globalTid"], defs, conn)? {
-        return Ok(());
-    }
     if t.has("threadState") || t.has("cpuCycles") {
-        let all = rows_where(conn, &t, "1")?;
+        let all = rows_where(setup.conn, &t, "1")?;
         record_rows(
-            defs,
+            setup.defs,
             &crate::diag::SAMPLE_FIELDS_DROPPED,
             &t.name,
             all,
             None,
         );
     }
-    let query = Query::by_time(
-        &t,
-        "start",
-        format!(
-            "SELECT rowid, {} FROM {}",
-            t.select_list(&["start", "globalTid", "cpu", "id"]),
-            t.sql_name()
-        ),
-    );
-    out.push(StreamDef::new(&t, query, Kind::Sample));
+    let query = Query::columns_by_time(&t, "start", &["start", "globalTid", "cpu", "id"]);
+    setup.streams.push(StreamDef::new(&t, query, Kind::Sample));
     Ok(())
 }
 
