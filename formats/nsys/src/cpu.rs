@@ -73,138 +73,90 @@ pub static CPU_TABLES: &[CpuTable] = &[
         rest_as_args: false,
         chain: Some(Chain::Osrt),
     },
-    CpuTable {
-        table: "CUBLAS_EVENTS",
-        activity: Activity::Cublas,
-        cat: cat::CUBLAS,
-        name_col: "nameId",
-        fallback_name: "cuBLAS call",
-        args: &[a("eventClass", "event_class", Enum(Enum::EventClass))],
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "CUDNN_EVENTS",
-        activity: Activity::Cudnn,
-        cat: cat::CUDNN,
-        name_col: "nameId",
-        fallback_name: "cuDNN call",
-        args: &[a("eventClass", "event_class", Enum(Enum::EventClass))],
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "MPI_P2P_EVENTS",
-        activity: Activity::Mpi,
-        cat: cat::MPI,
-        name_col: "textId",
-        fallback_name: MPI_NAME,
-        args: &[
+    passthrough(
+        ("CUBLAS_EVENTS", Activity::Cublas, cat::CUBLAS),
+        ("nameId", "cuBLAS call"),
+        &[a("eventClass", "event_class", Enum(Enum::EventClass))],
+    ),
+    passthrough(
+        ("CUDNN_EVENTS", Activity::Cudnn, cat::CUDNN),
+        ("nameId", "cuDNN call"),
+        &[a("eventClass", "event_class", Enum(Enum::EventClass))],
+    ),
+    passthrough(
+        ("MPI_P2P_EVENTS", Activity::Mpi, cat::MPI),
+        ("textId", MPI_NAME),
+        &[
             a("commHandle", "communicator", Int),
             a("tag", "tag", Int),
             a("remoteRank", "remote_rank", Int),
             a("size", "size_bytes", Int),
             a("requestHandle", "request", Int),
         ],
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "MPI_COLLECTIVES_EVENTS",
-        activity: Activity::Mpi,
-        cat: cat::MPI,
-        name_col: "textId",
-        fallback_name: MPI_NAME,
-        args: &[
+    ),
+    passthrough(
+        ("MPI_COLLECTIVES_EVENTS", Activity::Mpi, cat::MPI),
+        ("textId", MPI_NAME),
+        &[
             a("commHandle", "communicator", Int),
             a("rootRank", "root_rank", Int),
             a("size", "size_bytes", Int),
             a("recvSize", "recv_size_bytes", Int),
             a("requestHandle", "request", Int),
         ],
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "MPI_START_WAIT_EVENTS",
-        activity: Activity::Mpi,
-        cat: cat::MPI,
-        name_col: "textId",
-        fallback_name: MPI_NAME,
-        args: &[a("requestHandle", "request", Int)],
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "MPI_OTHER_EVENTS",
-        activity: Activity::Mpi,
-        cat: cat::MPI,
-        name_col: "textId",
-        fallback_name: MPI_NAME,
-        args: &[],
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "UCP_EVENTS",
-        activity: Activity::Ucx,
-        cat: "ucx",
-        name_col: "textId",
-        fallback_name: "UCX call",
-        args: &[],
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "UCP_SUBMIT_EVENTS",
-        activity: Activity::Ucx,
-        cat: "ucx",
-        name_col: "textId",
-        fallback_name: "UCX submit",
-        args: &[],
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "UCP_PROGRESS_EVENTS",
-        activity: Activity::Ucx,
-        cat: "ucx",
-        name_col: "textId",
-        fallback_name: "UCX progress",
-        args: &[],
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "CUPTI_ACTIVITY_KIND_OPENACC_DATA",
-        activity: Activity::Openacc,
-        cat: cat::OPENACC,
-        name_col: "nameId",
-        fallback_name: "OpenACC data",
-        args: OPENACC_ARGS,
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH",
-        activity: Activity::Openacc,
-        cat: cat::OPENACC,
-        name_col: "nameId",
-        fallback_name: "OpenACC launch",
-        args: OPENACC_ARGS,
-        rest_as_args: true,
-        chain: None,
-    },
-    CpuTable {
-        table: "CUPTI_ACTIVITY_KIND_OPENACC_OTHER",
-        activity: Activity::Openacc,
-        cat: cat::OPENACC,
-        name_col: "nameId",
-        fallback_name: "OpenACC",
-        args: OPENACC_ARGS,
-        rest_as_args: true,
-        chain: None,
-    },
+    ),
+    passthrough(
+        ("MPI_START_WAIT_EVENTS", Activity::Mpi, cat::MPI),
+        ("textId", MPI_NAME),
+        &[a("requestHandle", "request", Int)],
+    ),
+    passthrough(
+        ("MPI_OTHER_EVENTS", Activity::Mpi, cat::MPI),
+        ("textId", MPI_NAME),
+        &[],
+    ),
+    passthrough(
+        ("UCP_EVENTS", Activity::Ucx, "ucx"),
+        ("textId", "UCX call"),
+        &[],
+    ),
+    passthrough(
+        ("UCP_SUBMIT_EVENTS", Activity::Ucx, "ucx"),
+        ("textId", "UCX submit"),
+        &[],
+    ),
+    passthrough(
+        ("UCP_PROGRESS_EVENTS", Activity::Ucx, "ucx"),
+        ("textId", "UCX progress"),
+        &[],
+    ),
+    passthrough(
+        (
+            "CUPTI_ACTIVITY_KIND_OPENACC_DATA",
+            Activity::Openacc,
+            cat::OPENACC,
+        ),
+        ("nameId", "OpenACC data"),
+        OPENACC_ARGS,
+    ),
+    passthrough(
+        (
+            "CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH",
+            Activity::Openacc,
+            cat::OPENACC,
+        ),
+        ("nameId", "OpenACC launch"),
+        OPENACC_ARGS,
+    ),
+    passthrough(
+        (
+            "CUPTI_ACTIVITY_KIND_OPENACC_OTHER",
+            Activity::Openacc,
+            cat::OPENACC,
+        ),
+        ("nameId", "OpenACC"),
+        OPENACC_ARGS,
+    ),
     openmp("OPENMP_EVENT_KIND_THREAD"),
     openmp("OPENMP_EVENT_KIND_PARALLEL"),
     openmp("OPENMP_EVENT_KIND_SYNC_REGION_WAIT"),
@@ -297,17 +249,30 @@ const OPENACC_ARGS: &[ArgCol] = &[
     a("bytes", "bytes", Int),
 ];
 
-const fn openmp(table: &'static str) -> CpuTable {
+/// A table whose columns beyond `args` all become arguments (one seen in no fixture).
+const fn passthrough(
+    (table, activity, cat): (&'static str, Activity, &'static str),
+    (name_col, fallback_name): (&'static str, &'static str),
+    args: &'static [ArgCol],
+) -> CpuTable {
     CpuTable {
         table,
-        activity: Activity::Openmp,
-        cat: cat::OPENMP,
-        name_col: "nameId",
-        fallback_name: OPENMP_NAME,
-        args: OPENMP_ARGS,
+        activity,
+        cat,
+        name_col,
+        fallback_name,
+        args,
         rest_as_args: true,
         chain: None,
     }
+}
+
+const fn openmp(table: &'static str) -> CpuTable {
+    passthrough(
+        (table, Activity::Openmp, cat::OPENMP),
+        ("nameId", OPENMP_NAME),
+        OPENMP_ARGS,
+    )
 }
 
 const OPENMP_ARGS: &[ArgCol] = &[a("eventClass", "event_class", Enum(Enum::EventClass))];

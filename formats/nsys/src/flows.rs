@@ -12,21 +12,15 @@ use tracex_ir::{Defs, Event, FlowBind, FlowId, FlowPoint, FlowRole};
 use std::sync::Arc;
 
 use crate::db::{Cols, Schema, Table};
-use crate::gpu::{GPU_TABLES, SRC_KERNEL};
+use crate::gpu::{COMMON, GPU_TABLES, SRC_KERNEL};
 use crate::importer::{Decoded, Hook, Importer, Skip};
 use crate::plan::{order_by, Kind, Query, StreamDef};
 use crate::spool::Spool;
 
 /// The GPU columns a launch reads to know that its GPU row will be emitted (the ones
-/// [`Importer::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass).
-const GPU_COLUMNS: &[&str] = &[
-    "start",
-    "end",
-    "deviceId",
-    "contextId",
-    "streamId",
-    "globalPid",
-];
+/// [`Importer::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass):
+/// `start` … `globalPid`, the head of [`COMMON`].
+const GPU_COLUMNS: &[&str] = COMMON.split_at(6).0;
 
 /// Columns of a launch row: r.rowid, r.start, r.globalTid, g.rowid, then [`GPU_COLUMNS`].
 pub const LAUNCH_COLUMNS: usize = 4 + GPU_COLUMNS.len();

@@ -508,16 +508,6 @@ impl Importer<'_> {
             .ids
             .stream(defs, GlobalId(gpid), device, context.unwrap_or(0), stream);
         let name = defs.intern("CUDA event completed");
-        Ok(Some((
-            Parts {
-                track,
-                ts,
-                name,
-                cat: self.keys.cat_cuda_event,
-                args,
-            }
-            .instant(None),
-            Hook::None,
-        )))
+        Parts::plain_instant(track, ts, name, self.keys.cat_cuda_event, args)
     }
 }

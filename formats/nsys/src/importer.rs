@@ -480,6 +480,18 @@ impl Parts {
         Event::Slice(s)
     }
 
+    /// The decoding of a row into an uncoloured instant with no hook.
+    pub fn plain_instant(track: TrackId, ts: i64, name: StrId, cat: StrId, args: Args) -> Decoded {
+        let parts = Parts {
+            track,
+            ts,
+            name,
+            cat,
+            args,
+        };
+        Ok(Some((parts.instant(None), Hook::None)))
+    }
+
     /// An instant with these parts.
     pub fn instant(self, color: Option<StrId>) -> Event {
         Event::Instant(Instant {

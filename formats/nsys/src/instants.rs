@@ -9,7 +9,7 @@ use crate::cpu::{ArgCol, How};
 use crate::db::Cols;
 use crate::enums::Enum;
 use crate::identity::GlobalId;
-use crate::importer::{Decoded, Hook, Importer, Parts, Skip};
+use crate::importer::{Decoded, Importer, Parts, Skip};
 use crate::options::Activity;
 use crate::plan::{Kind, Query, Setup, StreamDef};
 
@@ -206,17 +206,7 @@ impl Importer<'_> {
             }
         }
         let cat = defs.intern(spec.cat);
-        Ok(Some((
-            Parts {
-                track,
-                ts,
-                name,
-                cat,
-                args,
-            }
-            .instant(None),
-            Hook::None,
-        )))
+        Parts::plain_instant(track, ts, name, cat, args)
     }
 
     pub fn decode_sched(&mut self, row: &Row, defs: &mut Defs) -> Decoded {
@@ -241,16 +231,6 @@ impl Importer<'_> {
             }
         }
         let cat = defs.intern("sched");
-        Ok(Some((
-            Parts {
-                track,
-                ts,
-                name,
-                cat,
-                args,
-            }
-            .instant(None),
-            Hook::None,
-        )))
+        Parts::plain_instant(track, ts, name, cat, args)
     }
 }
