@@ -50,6 +50,7 @@ for s in "${sections[@]}"; do
       a=$out/chrome-2m.otf2
       measure "otf2 -> chrome json (import)" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/otf2-2m.json"
       measure "otf2 -> otf2" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/otf2-2m.otf2"
+      ;;
     merge)
       # The GPU flame-graph merge: uprobe CPU stacks + CUPTI records -> folded.
       for n in 100000 1000000; do
