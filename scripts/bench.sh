@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Converts generated large traces and prints throughput and peak RSS for each conversion.
-# Usage: scripts/bench.sh [section...]   (sections: chrome otf2 merge; default: all)
+# Usage: scripts/bench.sh [section...]   (sections: chrome otf2 merge nsys; default: all)
 # merge: set TRACEX_REFERENCE_MERGE=/path/to/merge_gpu_cpu_trace.py to also time the reference
 # script (not part of tracex) on 20k launches.
 # Inputs are generated under bench-out/ (not committed). Run by `make bench`.
@@ -12,7 +12,7 @@ gen=target/release/tracex-gen
 out=bench-out
 mkdir -p "$out"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge)
+[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge nsys)
 
 # measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, MB/s, peak RSS.
 measure() {
@@ -50,6 +50,7 @@ for s in "${sections[@]}"; do
       a=$out/chrome-2m.otf2
       measure "otf2 -> chrome json (import)" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/otf2-2m.json"
       measure "otf2 -> otf2" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/otf2-2m.otf2"
+      ;;
     merge)
       # The GPU flame-graph merge: uprobe CPU stacks + CUPTI records -> folded.
       for n in 100000 1000000; do
@@ -74,6 +75,21 @@ for s in "${sections[@]}"; do
         cmp -s "$out/merge-20000.folded" "$out/merge-20000-ref.folded" && echo "same lines as the reference" \
           || echo "OUTPUTS DIFFER from the reference"
       fi
+      ;;
+    nsys)
+      # 1M kernels, 1M runtime calls, 100k NVTX ranges; and a quarter of that, to show that
+      # memory does not grow with the number of rows
+      f=$out/nsys-1m.sqlite q=$out/nsys-250k.sqlite u=$out/nsys-1m-unsorted.sqlite
+      [ -f "$f" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --out "$f"
+      [ -f "$q" ] || "$gen" nsys --kernels 250000 --nvtx 25000 --out "$q"
+      [ -f "$u" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --unsorted --out "$u"
+      echo "== nsys: $(size "$f") bytes, 1M kernels + 1M runtime calls + 100k NVTX ranges"
+      measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
+      measure "nsys 1M -> chrome json, without nvtx-kernel" "$(size "$f")" \
+        "$bin" -q convert -f --nsys-activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
+      measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
+      measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
+        "$bin" -q convert -f "$u" "$out/nsys-1m.json"
       ;;
     *) echo "unknown section $s" >&2; exit 2 ;;
   esac

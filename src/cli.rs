@@ -92,6 +92,9 @@ pub struct ConvertArgs {
     #[cfg(feature = "otf2")]
     #[command(flatten, next_help_heading = "OTF2")]
     pub otf2: crate::formats::otf2::Otf2Args,
+
+    #[command(flatten, next_help_heading = "Nsight Systems")]
+    pub nsys: crate::formats::nsys::NsysArgs,
 }
 
 /// Options shared by every command that reads traces.

@@ -37,7 +37,6 @@ pub struct Input {
     pub head: Vec<u8>,
     reader: Option<Box<dyn Read>>,
     /// Keeps the temporary copy made by `file_path` alive.
-    #[allow(dead_code)]
     spool: Option<tempfile::NamedTempFile>,
     pub progress: Arc<Progress>,
 }
@@ -115,7 +114,6 @@ impl Input {
             .ok_or_else(|| io::Error::other("input already read"))
     }
 
-    #[allow(dead_code)] // used by file-based importers (SQLite, archives)
     /// A path to the input as a plain file: the input itself, or a temporary copy for stdin and
     /// compressed input.
     pub fn file_path(&mut self) -> io::Result<PathBuf> {

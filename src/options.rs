@@ -11,4 +11,5 @@ pub struct Options {
     pub otf2_import: tracex_otf2::ImportOptions,
     #[cfg(feature = "otf2")]
     pub otf2_export: tracex_otf2::ExportOptions,
+    pub nsys: tracex_nsys::ImportOptions,
 }

@@ -11,7 +11,7 @@ use tracex_ir::{
 };
 
 use crate::filter::{Filter, FilterSpec};
-use crate::formats::Format;
+use crate::formats::{Format, InputKind};
 use crate::input::Input;
 use crate::options::Options;
 
@@ -105,6 +105,15 @@ pub fn import_all(
             sorter.begin_input();
         }
         let import = s.format.import.expect("importable format");
+        if s.format.input == InputKind::File {
+            // stdin and gzip input become a temporary file before the importer opens it
+            s.input.file_path().with_context(|| {
+                format!(
+                    "{}: cannot copy the input to a temporary file",
+                    s.input.display
+                )
+            })?;
+        }
         let progress = s.input.progress.clone();
         let first_process = defs.processes.len();
         defs.clock.origin_unix_ns = None;

@@ -272,7 +272,7 @@ fn exact_micros(raw: &str) -> i128 {
 
 /// An independent look at an output: strict JSON (serde_json), the object form, integer
 /// pids/tids within u32, `ts`/`dur` with exactly three decimals, and `X` slices nested per thread.
-fn check_output(path: &Path) {
+pub(crate) fn check_output(path: &Path) {
     let bytes = std::fs::read(path).unwrap();
     let text = if path.extension().is_some_and(|e| e == "gz") {
         let mut s = String::new();

@@ -8,5 +8,6 @@ mod cupti;
 mod filters;
 mod folded;
 mod multi;
+mod nsys;
 mod otf2;
 mod stats;

@@ -4,6 +4,7 @@
 use tracex_gen::{chrome, cupti};
 
 mod measure;
+mod nsys;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +25,9 @@ enum What {
     Cupti(cupti::Args),
     /// Time the Chrome importer against plain serde_json typed parsing of the same file
     Measure(measure::Args),
+    /// An Nsight Systems SQLite export: NVTX ranges around CUDA launches, kernels on GPU
+    /// streams, in two processes on two GPUs
+    Nsys(nsys::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -31,5 +35,6 @@ fn main() -> anyhow::Result<()> {
         What::Chrome(a) => chrome::run(&a),
         What::Cupti(a) => cupti::run(&a),
         What::Measure(a) => measure::run(&a),
+        What::Nsys(a) => nsys::run(&a),
     }
 }

@@ -45,6 +45,7 @@ pub fn options(args: &ConvertArgs) -> Options {
     let mut opts = Options::default();
     args.chrome.apply(&mut opts);
     args.folded.apply(&mut opts);
+    args.nsys.apply(&mut opts);
     #[cfg(feature = "otf2")]
     args.otf2.apply(&mut opts);
     opts

@@ -1,13 +1,13 @@
 //! `tracex info`: what is in a trace.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::rc::Rc;
 
 use serde_json::json;
 use tracex_ir::kind::classify;
-use tracex_ir::{Defs, Event, Sink, TrackKind};
+use tracex_ir::{Defs, Event, Sink, StrId, TrackKind};
 
 use crate::cli::InfoArgs;
 use crate::input;
@@ -17,6 +17,9 @@ use crate::options::Options;
 struct Counts {
     by_kind: BTreeMap<&'static str, u64>,
     slices_by_kind: BTreeMap<&'static str, u64>,
+    /// Slices and instants by their exact category, for per-table checks (named at the end).
+    slices_by_cat: HashMap<Option<StrId>, u64>,
+    instants_by_cat: HashMap<Option<StrId>, u64>,
     open_slices: u64,
     flows: BTreeSet<u64>,
     untimed_samples: u64,
@@ -42,11 +45,16 @@ impl Sink for InfoSink {
                 }
                 let k = classify(defs.opt_str(s.cat)).name();
                 *c.slices_by_kind.entry(k).or_default() += 1;
+                *c.slices_by_cat.entry(s.cat).or_default() += 1;
             }
             Event::Sample(s) => match s.ts {
                 Some(t) => span(t, t),
                 None => c.untimed_samples += 1,
             },
+            Event::Instant(i) => {
+                span(i.ts, i.ts);
+                *c.instants_by_cat.entry(i.cat).or_default() += 1;
+            }
             Event::Flow(f) => {
                 span(f.ts, f.ts);
                 c.flows.insert(f.id.0);
@@ -119,6 +127,8 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
         "sniffers": sniffed.iter().map(|(f, c)| json!({"format": f, "answer": c})).collect::<Vec<_>>(),
         "events": c.by_kind,
         "slices_by_kind": c.slices_by_kind,
+        "slices_by_cat": by_cat_name(&defs, &c.slices_by_cat),
+        "instants_by_cat": by_cat_name(&defs, &c.instants_by_cat),
         "open_slices": c.open_slices,
         "flows": c.flows.len(),
         "untimed_samples": c.untimed_samples,
@@ -202,4 +212,15 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Counts by category name ("" when none), sorted.
+fn by_cat_name(defs: &Defs, counts: &HashMap<Option<StrId>, u64>) -> BTreeMap<String, u64> {
+    let mut named = BTreeMap::new();
+    for (cat, n) in counts {
+        *named
+            .entry(defs.opt_str(*cat).unwrap_or_default().to_string())
+            .or_default() += n;
+    }
+    named
 }

@@ -4,6 +4,7 @@
 pub mod chrome;
 pub mod cupti;
 pub mod folded;
+pub mod nsys;
 #[cfg(feature = "otf2")]
 pub mod otf2;
 
@@ -39,7 +40,6 @@ pub struct Format {
     pub export: Option<ExportFn>,
     /// The order in which the importer pushes events.
     pub order: EventOrder,
-    #[allow(dead_code)] // read by file-based importers' registry entries
     pub input: InputKind,
     pub diagnostics: &'static [&'static DiagKind],
     /// The format this one is a more specific reading of (CUPTI's Chrome JSON is Chrome JSON):
@@ -52,6 +52,7 @@ static FORMATS: &[&Format] = &[
     &chrome::FORMAT,
     &cupti::FORMAT,
     &folded::FORMAT,
+    &nsys::FORMAT,
     #[cfg(feature = "otf2")]
     &otf2::FORMAT,
 ];

@@ -1,0 +1,99 @@
+//! nsys SQLite export → IR. Mapping per table: `docs/formats/nsys.md`.
+//!
+//! Steps: open the file read-only; probe its schema; read what names things (strings, enums,
+//! processes, threads, GPUs, NVTX domains, metadata); compute NVTX→GPU projections if wanted;
+//! then one query per kind of row, all merged in time order into the sink; finally name what
+//! is left and count the tables that were not read.
+
+use std::path::Path;
+
+use tracex_ir::{Error, ImportCtx, Result};
+
+use crate::db::{self, Schema};
+use crate::enums::Enums;
+use crate::identity::Identity;
+use crate::importer::Importer;
+use crate::options::ImportOptions;
+use crate::stacks::Callchains;
+use crate::strings::Strings;
+use crate::{
+    counters, cpu, flows, gpu, instants, merge, meta, nvtx, plan, projection, samples, tables,
+};
+
+/// Reads the nsys export at `path` into `ctx`, in time order.
+pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<()> {
+    let at = db::path_location(path);
+    let conn = db::open(path)?;
+    let schema = Schema::probe(&conn, &at)?;
+    if !crate::sniff::is_nsys(&schema) {
+        return Err(Error::invalid(
+            at,
+            "an SQLite database, but not an Nsight Systems export (it lacks the StringIds table or any nsys event table)",
+        ));
+    }
+    meta::load(&conn, &schema, ctx.defs);
+    let strings = Strings::load(&conn, &schema)?;
+    let enums = Enums::load(&conn, &schema);
+    let mut ids = Identity::load(&conn, &schema);
+    let nvtx_defs = nvtx::load_defs(&conn, &schema, &mut ids, &strings, ctx.defs)?;
+    let callchains = Callchains::new(&conn, &schema);
+    let mut imp = Importer::new(
+        opts.clone(),
+        strings,
+        enums,
+        ids,
+        nvtx_defs,
+        callchains,
+        ctx.defs,
+    );
+
+    let mut setup = plan::Setup {
+        conn: &conn,
+        schema: &schema,
+        defs: ctx.defs,
+        streams: Vec::new(),
+    };
+    let api = cpu::cuda_api_plan(&mut setup, &mut imp)?;
+    cpu::plans(&mut setup, &mut imp)?;
+    gpu::plans(&mut setup, &mut imp)?;
+    let share = flows::kernel_launches_wanted(&schema, &imp, api);
+    let mut passes = Vec::new();
+    let mut kernel_spool = None;
+    if let Some((stream, pass)) = projection::plan(&schema, &imp, share)? {
+        kernel_spool = pass.launch_spool.clone();
+        setup.streams.push(stream);
+        passes.push(pass);
+    }
+    flows::plans(&schema, &mut imp, api, kernel_spool, &mut setup.streams);
+    nvtx::plans(&schema, &imp, &mut setup.streams);
+    samples::plans(&mut setup, &mut imp)?;
+    instants::plans(&mut setup, &mut imp)?;
+    counters::plans(&mut setup, &mut imp)?;
+    let streams = setup.streams;
+
+    let mut total = 0;
+    for s in &streams {
+        if let Some(t) = schema.table(&s.table) {
+            total += plan::row_count(&conn, &t)?;
+        }
+    }
+    ctx.progress.set_total(total);
+    ctx.progress.set_done(0);
+
+    merge::run(&mut imp, path, &streams, &passes, ctx)?;
+    if imp.pending_launches() > 0 {
+        return Err(Error::invalid(
+            at,
+            format!(
+                "internal: {} launches never met their GPU work; please report this file",
+                imp.pending_launches()
+            ),
+        ));
+    }
+    let Importer {
+        mut ids, strings, ..
+    } = imp;
+    ids.finish(ctx.defs, &strings);
+    tables::account(&conn, &schema, ctx.defs)?;
+    Ok(())
+}
