@@ -162,7 +162,11 @@ impl CommonArgs {
         };
         f.include = re(&self.include, "include")?;
         f.exclude = re(&self.exclude, "exclude")?;
-        f.set_activity(&self.activity)?;
+        let nsys_words: Vec<&str> = tracex_nsys::Activity::ALL
+            .iter()
+            .map(|a| a.name())
+            .collect();
+        f.set_activity(&self.activity, &nsys_words)?;
         Ok(f)
     }
 }

@@ -42,15 +42,34 @@ pub struct FilterSpec {
     pub pids: Vec<String>,
     pub include: Vec<Regex>,
     pub exclude: Vec<Regex>,
-    /// Slice kinds (and `samples`, `counters`, `instants`, `flows`) to keep; empty = all.
+    /// Kinds of activity to keep (empty: all) and to drop (`--activity -samples`).
     pub activity: Vec<String>,
+    pub activity_out: Vec<String>,
 }
 
-/// The words `--activity` accepts.
+/// Words of `--activity` that every format understands: slice kinds (by category), and kinds
+/// of events. Format-specific words (nsys tables such as `sched`) are accepted too; the filter
+/// matches any word against an event's category as well (`cuda_event` → `cuda-event`).
 pub const ACTIVITIES: &[&str] = &[
     "cuda-api", "kernel", "memcpy", "memset", "sync", "nvtx", "osrt", "mpi", "library", "other",
     "samples", "counters", "instants", "flows",
 ];
+
+/// The names an event answers to in `--activity`: its kind, its category (with `_` as `-`),
+/// and the category without a `cuda-`/`gpu-` prefix.
+fn activity_names(kind: SliceKind, cat: Option<&str>) -> Vec<String> {
+    let mut v = vec![kind.name().to_string()];
+    if let Some(c) = cat {
+        for part in c.split(',') {
+            let n = part.trim().to_ascii_lowercase().replace('_', "-");
+            if let Some(short) = n.strip_prefix("cuda-").or_else(|| n.strip_prefix("gpu-")) {
+                v.push(short.to_string());
+            }
+            v.push(n);
+        }
+    }
+    v
+}
 
 impl FilterSpec {
     pub fn is_empty(&self) -> bool {
@@ -60,6 +79,7 @@ impl FilterSpec {
             && self.include.is_empty()
             && self.exclude.is_empty()
             && self.activity.is_empty()
+            && self.activity_out.is_empty()
     }
 
     /// Parses `A:B` (either side may be empty) with unit suffixes ns, us, ms, s.
@@ -88,23 +108,40 @@ impl FilterSpec {
         Ok(())
     }
 
-    pub fn set_activity(&mut self, list: &[String]) -> anyhow::Result<()> {
+    /// `list`: words to keep, `-word` to drop, `all`; each word known to the filter or to a
+    /// format (`extra`, e.g. nsys table names).
+    pub fn set_activity(&mut self, list: &[String], extra: &[&str]) -> anyhow::Result<()> {
         for a in list {
-            let a = if a == "metrics" {
-                "counters"
-            } else {
-                a.as_str()
+            let (out, word) = match a.strip_prefix('-') {
+                Some(w) => (true, w),
+                None => (false, a.as_str()),
             };
-            if !ACTIVITIES.contains(&a) {
-                bail!("--activity {a:?}: one of {}", ACTIVITIES.join(", "));
+            if word == "all" {
+                continue;
             }
-            self.activity.push(a.to_string());
+            let word = if word == "metrics" { "counters" } else { word };
+            if !ACTIVITIES.contains(&word) && !extra.contains(&word) {
+                let mut known: Vec<&str> = ACTIVITIES.to_vec();
+                known.extend(extra.iter().filter(|w| !ACTIVITIES.contains(w)));
+                bail!("--activity {word:?}: one of all, {}", known.join(", "));
+            }
+            if out {
+                self.activity_out.push(word.to_string());
+            } else {
+                self.activity.push(word.to_string());
+            }
         }
         Ok(())
     }
 
+    /// Whether something answering to `names` passes `--activity`.
+    fn activity_ok_any(&self, names: &[String]) -> bool {
+        let listed = |l: &Vec<String>| names.iter().any(|n| l.contains(n));
+        (self.activity.is_empty() || listed(&self.activity)) && !listed(&self.activity_out)
+    }
+
     fn activity_ok(&self, what: &str) -> bool {
-        self.activity.is_empty() || self.activity.iter().any(|a| a == what)
+        self.activity_ok_any(&[what.to_string()])
     }
 
     fn name_ok(&self, name: &str) -> bool {
@@ -224,7 +261,9 @@ impl<S: Sink> Filter<S> {
         let in_window = (end > ws || (s.ts >= ws && end == s.ts)) && s.ts < we;
         let keep = in_window
             && self.track_ok(defs, s.track)
-            && self.spec.activity_ok(kind.name())
+            && self
+                .spec
+                .activity_ok_any(&activity_names(kind, defs.opt_str(s.cat)))
             && self.spec.name_ok(defs.str(s.name));
         self.open.entry(s.track).or_default().push((end, keep));
         if !keep {
@@ -264,9 +303,8 @@ impl<S: Sink> Filter<S> {
         match f.role {
             FlowRole::Start => {
                 let ok = in_window
-                    && (self.spec.activity.is_empty()
-                        || self.spec.activity_ok("flows")
-                        || self.spec.activity_ok("cuda-api"))
+                    && (self.spec.activity_ok("flows") || self.spec.activity_ok("cuda-api"))
+                    && !self.spec.activity_out.iter().any(|a| a == "flows")
                     && self.track_ok(defs, f.track)
                     && self.bound_slice_kept(f.track, f.ts);
                 if ok {
@@ -314,10 +352,9 @@ impl<S: Sink> Sink for Filter<S> {
         let keep = match &mut ev {
             Event::Slice(s) => self.keep_slice(defs, s, w),
             Event::Instant(i) => {
-                let kind = classify(defs.opt_str(i.cat));
-                let kind_ok = self.spec.activity.is_empty()
-                    || self.spec.activity_ok("instants")
-                    || (kind != SliceKind::Other && self.spec.activity_ok(kind.name()));
+                let mut names = activity_names(classify(defs.opt_str(i.cat)), defs.opt_str(i.cat));
+                names.push("instants".into());
+                let kind_ok = self.spec.activity_ok_any(&names);
                 kind_ok
                     && ts >= w.0
                     && ts < w.1
@@ -327,7 +364,10 @@ impl<S: Sink> Sink for Filter<S> {
             Event::Counter(c) => {
                 let def = defs.counter(c.counter);
                 let (process, name) = (def.process, def.name);
-                let ok = self.spec.activity_ok("counters")
+                let mut names = activity_names(SliceKind::Other, defs.opt_str(def.cat));
+                names.retain(|n| n != "other");
+                names.push("counters".into());
+                let ok = self.spec.activity_ok_any(&names)
                     && self.process_ok(defs, process)
                     && self.spec.name_ok(defs.str(name));
                 if ok && ts < w.0 {

@@ -252,6 +252,7 @@ mod tests {
             input: formats::InputKind::Stream,
             diagnostics: &[],
             refines,
+            select_activity: None,
         }))
     }
 

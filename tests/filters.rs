@@ -102,6 +102,13 @@ fn process_name_and_kind_filters() {
         "{d}"
     );
     assert!(!d.contains("flow name"), "{d}");
+    // -name drops a kind and keeps the rest; categories answer too (ac2g flows stay with the
+    // launches, `cuda_runtime` is cuda-api)
+    let d = dump_filtered(&t, &["--activity=-kernel,-counters"]);
+    assert!(
+        !d.contains("\"gemm\"") && !d.contains("value=") && d.contains("\"step\""),
+        "{d}"
+    );
     let d = dump_filtered(&t, &["--activity", "kernel,counters"]);
     assert!(
         d.contains("\"gemm\"")

@@ -828,9 +828,9 @@ fn activity_filter_prefix_and_colours() {
             .filter_map(|e| e["cat"].as_str().map(String::from))
             .collect()
     };
-    let only_kernels = convert("k.json", &["--nsys-activity", "kernel"]);
+    let only_kernels = convert("k.json", &["--activity", "kernel"]);
     assert_eq!(cats(&only_kernels), ["kernel".to_string()].into());
-    let api_and_kernels = convert("ak.json", &["--nsys-activity", "kernel,cuda-api"]);
+    let api_and_kernels = convert("ak.json", &["--activity", "kernel,cuda-api"]);
     assert!(
         api_and_kernels.iter().any(|e| e["ph"] == "s"),
         "flows need both sides"
@@ -839,7 +839,7 @@ fn activity_filter_prefix_and_colours() {
     let pref = convert(
         "p.json",
         &[
-            "--nsys-activity",
+            "--activity",
             "nvtx",
             "--nvtx-prefix",
             "registered",
@@ -856,7 +856,7 @@ fn activity_filter_prefix_and_colours() {
     let colored = convert(
         "c.json",
         &[
-            "--nsys-activity",
+            "--activity",
             "nvtx",
             "--nvtx-color-scheme",
             r#"{"^reg": "good", "o.t": "terrible"}"#,
@@ -872,9 +872,20 @@ fn activity_filter_prefix_and_colours() {
     assert_eq!(cname("registered inner").as_deref(), Some("good"));
     assert_eq!(cname("outer").as_deref(), Some("terrible"));
     assert_eq!(cname("nvtxt range"), None);
+    // an unknown activity is an error that lists the known ones
+    let err = run_err(&["convert", "--activity", "kernels", s, "x.json"]);
+    assert!(
+        err.contains("one of") && err.contains("nvtx-kernel"),
+        "{err}"
+    );
+    // the generic filter's group words select nsys tables too: counters = metrics + memory
+    let counters = convert("cn.json", &["--activity", "counters"]);
+    assert!(
+        counters.iter().all(|e| e["ph"] == "C" || e["ph"] == "M"),
+        "only counters"
+    );
     // bad option values are usage errors
     for bad in [
-        vec!["--nsys-activity", "kernels"],
         vec!["--nvtx-color-scheme", r#"{"x": "pink"}"#],
         vec!["--nvtx-color-scheme", "not json"],
     ] {
@@ -1041,7 +1052,7 @@ fn registry_lists_nsys_and_its_diagnostics() {
     let help = String::from_utf8(run_ok(&["convert", "--help"]).stdout).unwrap();
     for opt in [
         "Nsight Systems",
-        "--nsys-activity",
+        "--activity",
         "--nvtx-prefix",
         "--nvtx-color-scheme",
     ] {

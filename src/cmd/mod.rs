@@ -42,12 +42,26 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let budget = pipeline::parse_size(&common.mem_budget)
         .with_context(|| format!("--mem-budget {:?} is not a size", common.mem_budget))?;
-    let mut chain = Chain::new(
-        sink,
-        pipeline::needs_sort(sources),
-        budget,
-        common.filter()?,
-    );
+    let mut filter = common.filter()?;
+    let mut opts = opts.clone();
+    if !common.activity.is_empty() {
+        // formats that select activities while reading (nsys tables) do it themselves; the
+        // filter selects for the others
+        let mut all_selected = true;
+        for s in sources.iter() {
+            match s.format.select_activity {
+                Some(select) => select(&common.activity, &mut opts)
+                    .map_err(|e| anyhow::anyhow!("--activity: {e}"))?,
+                None => all_selected = false,
+            }
+        }
+        if all_selected {
+            filter.activity.clear();
+            filter.activity_out.clear();
+        }
+    }
+    let opts = &opts;
+    let mut chain = Chain::new(sink, pipeline::needs_sort(sources), budget, filter);
     {
         let bar = crate::progress::Bar::start(
             sources.iter().map(|s| s.input.progress.clone()).collect(),

@@ -31,6 +31,7 @@ pub static FORMAT: Format = Format {
     input: InputKind::Stream,
     diagnostics: tracex_chrome::DIAGNOSTICS,
     refines: None,
+    select_activity: None,
 };
 
 /// Chrome options on the command line.

@@ -24,4 +24,5 @@ pub static FORMAT: Format = Format {
     input: InputKind::Stream,
     diagnostics: tracex_cupti::DIAGNOSTICS,
     refines: Some(tracex_cupti::REFINES),
+    select_activity: None,
 };

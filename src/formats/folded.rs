@@ -34,6 +34,7 @@ pub static FORMAT: Format = Format {
     input: InputKind::Stream,
     diagnostics: tracex_folded::DIAGNOSTICS,
     refines: None,
+    select_activity: None,
 };
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -16,6 +16,8 @@ use crate::input::Input;
 use crate::options::Options;
 
 pub type ImportFn = fn(&mut Input, &Options, &mut ImportCtx) -> Result<()>;
+/// Sets a format's import options from the `--activity` words.
+pub type SelectActivityFn = fn(&[String], &mut Options) -> std::result::Result<(), String>;
 pub type ExportFn = fn(&OutputTarget, &Options) -> Result<Box<dyn Sink>>;
 
 /// How an importer reads its input.
@@ -45,6 +47,9 @@ pub struct Format {
     /// The format this one is a more specific reading of (CUPTI's Chrome JSON is Chrome JSON):
     /// when both sniff the same input equally sure, the refining format wins.
     pub refines: Option<&'static str>,
+    /// Lets the importer itself select `--activity` kinds (reading only those tables); without
+    /// it the filter selects after import.
+    pub select_activity: Option<SelectActivityFn>,
 }
 
 /// Every format, in the order `tracex formats` lists them.

@@ -24,24 +24,42 @@ pub static FORMAT: Format = Format {
     input: InputKind::File,
     diagnostics: tracex_nsys::DIAGNOSTICS,
     refines: None,
+    select_activity: Some(select_activity),
 };
+
+/// `--activity` words as nsys tables, so the importer reads only what is asked for. Words of
+/// the generic filter stand for groups of tables.
+fn select_activity(words: &[String], opts: &mut Options) -> Result<(), String> {
+    let mut list = Vec::new();
+    for w in words {
+        let (minus, word) = match w.strip_prefix('-') {
+            Some(rest) => ("-", rest),
+            None => ("", w.as_str()),
+        };
+        let group: &[&str] = match word {
+            "counters" => &["metrics", "memory"],
+            "library" => &["cublas", "cudnn", "openacc", "openmp", "ucx"],
+            "instants" => &["sched", "cuda-event", "diagnostics"],
+            "other" => &["overhead", "graph"],
+            // flows come with the calls and the GPU work they link
+            "flows" => &[],
+            _ => &[],
+        };
+        let tables: Vec<&str> = match group {
+            [] if word != "flows" => vec![word],
+            g => g.to_vec(),
+        };
+        list.extend(tables.iter().map(|t| format!("{minus}{t}")));
+    }
+    if !list.is_empty() {
+        opts.nsys.activities = Activities::parse(&list.join(","))?;
+    }
+    Ok(())
+}
 
 /// Nsight Systems options on the command line.
 #[derive(clap::Args, Debug, Clone)]
 pub struct NsysArgs {
-    /// What the nsys importer reads at all, comma-separated (default: all): kernel, memcpy,
-    /// memset, sync, cuda-api, graph, cuda-event, nvtx, nvtx-kernel, osrt, samples, sched,
-    /// metrics, memory, cublas, cudnn, mpi, ucx, openacc, openmp, overhead, diagnostics; `-name`
-    /// leaves one out (`--nsys-activity=-samples,-sched`). The generic --activity filters after
-    /// import, for every format
-    #[arg(
-        long = "nsys-activity",
-        value_name = "LIST",
-        value_parser = Activities::parse,
-        allow_hyphen_values = true
-    )]
-    pub nsys_activity: Option<Activities>,
-
     /// Keep only NVTX ranges and marks whose name starts with P (repeatable)
     #[arg(long, value_name = "P")]
     pub nvtx_prefix: Vec<String>,
@@ -53,9 +71,6 @@ pub struct NsysArgs {
 
 impl NsysArgs {
     pub fn apply(&self, opts: &mut Options) {
-        if let Some(a) = self.nsys_activity {
-            opts.nsys.activities = a;
-        }
         opts.nsys.nvtx_prefixes = self.nvtx_prefix.clone();
         if let Some(c) = &self.nvtx_color_scheme {
             opts.nsys.nvtx_colors = c.clone();

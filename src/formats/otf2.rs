@@ -56,6 +56,7 @@ pub static FORMAT: Format = Format {
     input: InputKind::File,
     diagnostics: tracex_otf2::DIAGNOSTICS,
     refines: None,
+    select_activity: None,
 };
 
 /// OTF2 options on the command line.
