@@ -86,7 +86,7 @@ for s in "${sections[@]}"; do
       echo "== nsys: $(size "$f") bytes, 1M kernels + 1M runtime calls + 100k NVTX ranges"
       measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
       measure "nsys 1M -> chrome json, without nvtx-kernel" "$(size "$f")" \
-        "$bin" -q convert -f --nsys-activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
+        "$bin" -q convert -f --activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
       measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
       measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
         "$bin" -q convert -f "$u" "$out/nsys-1m.json"

@@ -213,3 +213,147 @@ mod line_tests {
         assert_eq!(r.next_line().unwrap(), None);
     }
 }
+
+/// A writer whose bytes are written (and compressed, when `W` compresses) on another thread:
+/// the producing thread only fills buffers. `finish` returns the inner writer once everything
+/// is written, so its owner can complete it (end a gzip stream, commit a file).
+pub struct BackgroundWriter<W: io::Write + Send + 'static> {
+    buf: Vec<u8>,
+    tx: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    handle: Option<std::thread::JoinHandle<io::Result<W>>>,
+}
+
+const CHUNK: usize = 1 << 20;
+
+impl<W: io::Write + Send + 'static> BackgroundWriter<W> {
+    pub fn new(mut inner: W) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let handle = std::thread::spawn(move || {
+            for chunk in rx {
+                inner.write_all(&chunk)?;
+            }
+            inner.flush()?;
+            Ok(inner)
+        });
+        BackgroundWriter {
+            buf: Vec::with_capacity(CHUNK),
+            tx: Some(tx),
+            handle: Some(handle),
+        }
+    }
+
+    fn join(&mut self) -> io::Result<W> {
+        self.tx = None;
+        match self.handle.take() {
+            Some(h) => h
+                .join()
+                .map_err(|_| io::Error::other("the writer thread panicked"))?,
+            None => Err(io::Error::other("writer already finished")),
+        }
+    }
+
+    fn send(&mut self) -> io::Result<()> {
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        let sent = self
+            .tx
+            .as_ref()
+            .map(|tx| tx.send(chunk).is_ok())
+            .unwrap_or(false);
+        if !sent {
+            // the writer stopped on an error: report it
+            return match self.join() {
+                Err(e) => Err(e),
+                Ok(_) => Err(io::Error::other("the writer thread stopped")),
+            };
+        }
+        Ok(())
+    }
+
+    /// Writes what is buffered, waits for the thread, and returns the inner writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        if !self.buf.is_empty() {
+            self.send()?;
+        }
+        self.join()
+    }
+}
+
+/// Dropped without `finish` (a failed conversion): waits for the thread, so the inner writer
+/// is dropped too (an unfinished `AtomicFile` removes its temporary file) before going on.
+impl<W: io::Write + Send + 'static> Drop for BackgroundWriter<W> {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl<W: io::Write + Send + 'static> io::Write for BackgroundWriter<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod background_tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn writes_everything_in_order() {
+        let mut w = BackgroundWriter::new(Vec::new());
+        for i in 0..300_000u32 {
+            w.write_all(&i.to_le_bytes()).unwrap();
+        }
+        let v = w.finish().unwrap();
+        assert_eq!(v.len(), 1_200_000);
+        assert_eq!(&v[4..8], &1u32.to_le_bytes());
+    }
+
+    struct Failing;
+    impl io::Write for Failing {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::other("disk full"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn dropping_unfinished_removes_the_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.json");
+        let mut w =
+            BackgroundWriter::new(OutFile::create(&OutputTarget::Path(dest.clone())).unwrap());
+        w.write_all(&[b'x'; 3 * CHUNK]).unwrap();
+        drop(w);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn reports_the_writer_error() {
+        let mut w = BackgroundWriter::new(Failing);
+        let mut err = None;
+        for _ in 0..10 {
+            if let Err(e) = w.write_all(&[0u8; CHUNK]) {
+                err = Some(e);
+                break;
+            }
+        }
+        let e = match err {
+            Some(e) => e,
+            None => w.finish().err().expect("an error"),
+        };
+        assert!(e.to_string().contains("disk full"), "{e}");
+    }
+}

@@ -11,7 +11,7 @@ use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 
 use flate2::write::GzEncoder;
 use rustc_hash::{FxHashMap, FxHashSet};
-use tracex_ir::io::{OutFile, OutputTarget};
+use tracex_ir::io::{BackgroundWriter, OutFile, OutputTarget};
 use tracex_ir::time::push_micros;
 use tracex_ir::{
     Args, CounterId, Defs, Event, FlowBind, FlowPoint, FlowRole, Instant, Location, Num, ProcessId,
@@ -25,9 +25,11 @@ use crate::options::ExportOptions;
 /// First synthetic pid/tid: far above real Linux ids, readable in a viewer.
 const SYNTHETIC_BASE: i64 = 1_000_000_000;
 
+/// The output file, written (and gzip-compressed) on a background thread so that formatting
+/// events and writing bytes use both cores.
 enum Out {
-    Plain(OutFile),
-    Gz(GzEncoder<OutFile>),
+    Plain(BackgroundWriter<OutFile>),
+    Gz(BackgroundWriter<GzEncoder<OutFile>>),
 }
 
 impl Write for Out {
@@ -54,8 +56,8 @@ impl Write for Out {
 impl Out {
     fn commit(self) -> io::Result<()> {
         match self {
-            Out::Plain(w) => w.commit(),
-            Out::Gz(w) => w.finish()?.commit(),
+            Out::Plain(w) => w.finish()?.commit(),
+            Out::Gz(w) => w.finish()?.finish()?.commit(),
         }
     }
 }
@@ -94,12 +96,12 @@ impl Exporter {
         let file = OutFile::create(target)?;
         let gzip = opts.gzip.unwrap_or_else(|| target.has_suffix(".gz"));
         let mut out = if gzip {
-            Out::Gz(GzEncoder::new(
+            Out::Gz(BackgroundWriter::new(GzEncoder::new(
                 file,
                 flate2::Compression::new(opts.gzip_level.min(9)),
-            ))
+            )))
         } else {
-            Out::Plain(file)
+            Out::Plain(BackgroundWriter::new(file))
         };
         out.write_all(b"{\"traceEvents\":[\n")?;
         Ok(Exporter {
@@ -852,6 +854,14 @@ fn meta_args(defs: &Defs, v: &Value) -> Vec<u8> {
 pub fn push_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let b = s.as_bytes();
+    // Most names need no escaping: check all bytes without branching, then copy at once.
+    if !b.iter().fold(false, |any, &c| {
+        any | (c < 0x20) | (c == b'"') | (c == b'\\')
+    }) {
+        out.extend_from_slice(b);
+        out.push(b'"');
+        return;
+    }
     let mut start = 0;
     for (i, &c) in b.iter().enumerate() {
         let esc: &[u8] = match c {
