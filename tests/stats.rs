@@ -240,3 +240,87 @@ fn bad_stats_arguments() {
     ]);
     assert!(err.contains("1 of 2 traces could not be read"), "{err}");
 }
+
+/// (count, total, min, max) by name from SQL rows of (name, duration).
+fn sql_groups(db: &rusqlite::Connection, sql: &str) -> BTreeMap<String, Vec<i64>> {
+    let mut m: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    let mut st = db.prepare(sql).unwrap();
+    let rows = st
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+        .unwrap();
+    for row in rows {
+        let (name, dur) = row.unwrap();
+        m.entry(name).or_default().push(dur);
+    }
+    m
+}
+
+/// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`, as nsys's own reports show API names.
+fn strip_version(name: &str) -> String {
+    match name.rfind("_v") {
+        Some(i) if name[i + 2..].chars().all(|c| c.is_ascii_digit()) && i + 2 < name.len() => {
+            name[..i].to_string()
+        }
+        _ => name.to_string(),
+    }
+}
+
+#[test]
+fn nsys_numbers_match_sql() {
+    let mut checked = 0;
+    for f in corpus_files("nsys") {
+        let db = rusqlite::Connection::open_with_flags(
+            format!("file:{}?mode=ro&immutable=1", f.display()),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )
+        .unwrap();
+        let has = |t: &str| {
+            db.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = ?1",
+                [t],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+                > 0
+        };
+        let mut expected: Vec<(&str, BTreeMap<String, Vec<i64>>)> = Vec::new();
+        if has("CUPTI_ACTIVITY_KIND_KERNEL") {
+            expected.push((
+                "kernel",
+                sql_groups(&db, "SELECT s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName"),
+            ));
+        }
+        if has("CUPTI_ACTIVITY_KIND_RUNTIME") {
+            // eventClass 67 rows are nsys's backtrace duplicates of the calls
+            let raw = sql_groups(&db, "SELECT s.value, r.end - r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId WHERE r.eventClass IS NOT 67");
+            let mut m: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+            for (name, v) in raw {
+                m.entry(strip_version(&name)).or_default().extend(v);
+            }
+            expected.push(("cuda-api", m));
+        }
+        if expected.is_empty() {
+            continue;
+        }
+        for (kind, groups) in expected {
+            // the two names with the most rows of this kind
+            let mut names: Vec<_> = groups.iter().collect();
+            names.sort_by_key(|(n, v)| (std::cmp::Reverse(v.len()), (*n).clone()));
+            for (name, durs) in names.into_iter().take(2) {
+                let pat = format!("^{}$", regex_escape(name));
+                let v = stats_json(&[f.to_str().unwrap(), "--events", &pat, "--kind", kind]);
+                let rows = v[0]["rows"].as_array().unwrap();
+                assert_eq!(rows.len(), 1, "{} {kind} {name}: {v}", f.display());
+                check_row(&rows[0], durs.clone());
+            }
+        }
+        checked += 1;
+    }
+    eprintln!("stats vs SQL: {checked} real nsys exports checked");
+    if corpus().is_some() {
+        assert!(
+            checked >= 9,
+            "expected the 9 nsys exports with CUDA tables, checked {checked}"
+        );
+    }
+}
