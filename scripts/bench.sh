@@ -12,7 +12,7 @@ gen=target/release/tracex-gen
 out=bench-out
 mkdir -p "$out"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge nsys)
+[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge nsys series)
 
 # measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, MB/s, peak RSS.
 measure() {
@@ -90,6 +90,24 @@ for s in "${sections[@]}"; do
       measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
       measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
         "$bin" -q convert -f "$u" "$out/nsys-1m.json"
+      ;;
+    series)
+      # ten runs of 100k kernels whose kernels grow with the batch size; stats over all ten
+      # (read in parallel) and a batch conversion of the folder, both on every core
+      d=$out/series
+      mkdir -p "$d"
+      for b in 1 2 4 8 16 32 64 128 256 512; do
+        [ -f "$d/run_b$b.sqlite" ] || "$gen" nsys --kernels 100000 --nvtx 10000 \
+          --kernel-scale "$(awk -v b="$b" 'BEGIN { print 1 + log(b) / log(2) / 4 }')" --out "$d/run_b$b.sqlite"
+      done
+      total=$(du -cb "$d"/run_b*.sqlite | tail -1 | cut -f1)
+      echo "== series: ten nsys exports of 100k kernels ($total bytes)"
+      measure "stats over 10 traces (--param)" "$total" "$bin" -q stats "$d"/run_b*.sqlite \
+        --param 'run_b$p.sqlite' --events 'Kernel|gemm' cudaLaunchKernel forward
+      measure "batch convert 10 traces -> chrome" "$total" \
+        "$bin" -q convert -f "$d" --to chrome -o "$out/series-json"
+      measure "batch convert 10 traces -> otf2" "$total" \
+        "$bin" -q convert -f "$d" --to otf2 -o "$out/series-otf2"
       ;;
     *) echo "unknown section $s" >&2; exit 2 ;;
   esac

@@ -51,8 +51,21 @@ pub struct FilterSpec {
 /// of events. Format-specific words (nsys tables such as `sched`) are accepted too; the filter
 /// matches any word against an event's category as well (`cuda_event` → `cuda-event`).
 pub const ACTIVITIES: &[&str] = &[
-    "cuda-api", "kernel", "memcpy", "memset", "sync", "nvtx", "osrt", "mpi", "library", "other",
-    "samples", "counters", "instants", "flows",
+    "cuda-api",
+    "kernel",
+    "memcpy",
+    "memset",
+    "sync",
+    "nvtx",
+    "nvtx-kernel",
+    "osrt",
+    "mpi",
+    "library",
+    "other",
+    "samples",
+    "counters",
+    "instants",
+    "flows",
 ];
 
 /// The names an event answers to in `--activity`: its kind, its category (with `_` as `-`),

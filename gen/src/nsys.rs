@@ -17,6 +17,9 @@ pub struct Args {
     /// Write rows thread by thread instead of in start order
     #[arg(long)]
     unsorted: bool,
+    /// Multiply kernel durations by this (a series of runs with a varying batch size)
+    #[arg(long, default_value_t = 1.0)]
+    kernel_scale: f64,
     /// Output path (replaced if it exists)
     #[arg(long, short)]
     out: String,
@@ -207,7 +210,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                     );
                     let stream = 7 + 6 * (ti as i64 % 2);
                     let kstart = (t + dur + 2_000).max(stream_free[ti]);
-                    let kdur = 4_000 + rng.next(16_000) as i64;
+                    let kdur = ((4_000 + rng.next(16_000)) as f64 * a.kernel_scale) as i64;
                     stream_free[ti] = kstart + kdur;
                     queued[ti].push_back(kstart);
                     let (dname, sname) = match rng.next(3) {

@@ -12,6 +12,8 @@ pub mod cat {
     pub const SYNC: &str = "cuda_sync";
     pub const GRAPH: &str = "cuda_graph";
     pub const NVTX: &str = "nvtx";
+    /// An NVTX range projected onto the GPU time of the work launched inside it.
+    pub const NVTX_KERNEL: &str = "nvtx_kernel";
     pub const OSRT: &str = "osrt";
     pub const MPI: &str = "mpi";
     pub const CUBLAS: &str = "cublas";
@@ -28,6 +30,8 @@ pub enum SliceKind {
     Memset,
     Sync,
     Nvtx,
+    /// NVTX ranges projected onto the GPU (nsys `nvtx-kernel`).
+    NvtxKernel,
     Osrt,
     Mpi,
     Library,
@@ -43,6 +47,7 @@ impl SliceKind {
             SliceKind::Memset => "memset",
             SliceKind::Sync => "sync",
             SliceKind::Nvtx => "nvtx",
+            SliceKind::NvtxKernel => "nvtx-kernel",
             SliceKind::Osrt => "osrt",
             SliceKind::Mpi => "mpi",
             SliceKind::Library => "library",
@@ -54,7 +59,11 @@ impl SliceKind {
     pub fn is_gpu(self) -> bool {
         matches!(
             self,
-            SliceKind::Kernel | SliceKind::Memcpy | SliceKind::Memset | SliceKind::Sync
+            SliceKind::Kernel
+                | SliceKind::Memcpy
+                | SliceKind::Memset
+                | SliceKind::Sync
+                | SliceKind::NvtxKernel
         )
     }
 }
@@ -74,7 +83,8 @@ pub fn classify(cat: Option<&str>) -> SliceKind {
             "gpu_memcpy" | "memcpy" => SliceKind::Memcpy,
             "gpu_memset" | "memset" => SliceKind::Memset,
             "cuda_sync" | "synchronization" => SliceKind::Sync,
-            "nvtx" | "user_annotation" | "gpu_user_annotation" => SliceKind::Nvtx,
+            "nvtx" | "user_annotation" => SliceKind::Nvtx,
+            "nvtx_kernel" | "gpu_user_annotation" => SliceKind::NvtxKernel,
             "osrt" => SliceKind::Osrt,
             "mpi" => SliceKind::Mpi,
             "cublas" | "cudnn" | "openacc" | "openmp" => SliceKind::Library,

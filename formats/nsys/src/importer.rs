@@ -133,7 +133,7 @@ impl Keys {
             cat_sync: defs.intern(cat::SYNC),
             cat_graph: defs.intern(cat::GRAPH),
             cat_nvtx: defs.intern(cat::NVTX),
-            cat_nvtx_kernel: defs.intern("nvtx_kernel"),
+            cat_nvtx_kernel: defs.intern(tracex_ir::kind::cat::NVTX_KERNEL),
             cat_cuda_event: defs.intern("cuda_event"),
             cat_launch: defs.intern("cuda_launch"),
             launch: defs.intern("launch"),

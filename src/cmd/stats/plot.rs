@@ -60,7 +60,15 @@ fn label(x: f64) -> String {
 pub fn write_svg(path: &Path, p: &Pivot, stat: Stat, unit: Unit) -> std::io::Result<()> {
     let scale = if stat.is_time() { unit.scale() } else { 1.0 };
     let numeric: Option<Vec<f64>> = p.values.iter().map(|v| v.parse::<f64>().ok()).collect();
+    // Parameters like batch sizes often double from run to run: a log axis spaces them evenly.
+    let log_x = numeric.as_ref().is_some_and(|v| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        lo > 0.0 && hi / lo >= 16.0
+    });
     let xs: Vec<f64> = match &numeric {
+        Some(v) if log_x => v.iter().map(|x| x.log2()).collect(),
         Some(v) => v.clone(),
         None => (0..p.values.len()).map(|i| i as f64).collect(),
     };
@@ -140,9 +148,14 @@ pub fn write_svg(path: &Path, p: &Pivot, stat: Stat, unit: Unit) -> std::io::Res
     );
     let _ = writeln!(
         s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">parameter</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         LEFT + pw / 2.0,
-        H - 15.0
+        H - 15.0,
+        if log_x {
+            "parameter (log scale)"
+        } else {
+            "parameter"
+        }
     );
     let _ = writeln!(
         s,

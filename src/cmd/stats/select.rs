@@ -17,6 +17,7 @@ const KINDS: &[SliceKind] = &[
     SliceKind::Memset,
     SliceKind::Sync,
     SliceKind::Nvtx,
+    SliceKind::NvtxKernel,
     SliceKind::Osrt,
     SliceKind::Mpi,
     SliceKind::Library,

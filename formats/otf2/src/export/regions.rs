@@ -20,7 +20,7 @@ pub fn paradigm_role(cat: Option<&str>) -> (u32, u32) {
             (OTF2_PARADIGM_CUDA, OTF2_REGION_ROLE_FUNCTION)
         }
         SliceKind::Memcpy => (OTF2_PARADIGM_CUDA, OTF2_REGION_ROLE_DATA_TRANSFER),
-        SliceKind::Nvtx => (OTF2_PARADIGM_USER, OTF2_REGION_ROLE_CODE),
+        SliceKind::Nvtx | SliceKind::NvtxKernel => (OTF2_PARADIGM_USER, OTF2_REGION_ROLE_CODE),
         SliceKind::Mpi => (OTF2_PARADIGM_MPI, OTF2_REGION_ROLE_FUNCTION),
         SliceKind::Library => {
             let c = cat.unwrap_or("").to_ascii_lowercase();
