@@ -67,14 +67,21 @@ fn write_grid(
     markdown: bool,
 ) -> std::io::Result<()> {
     if markdown {
-        writeln!(out, "| {} |", header.join(" | "))?;
+        // a `|` inside a cell (a regex pattern) would split it
+        let cells = |r: &[String]| {
+            r.iter()
+                .map(|c| c.replace('|', "\\|"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
+        writeln!(out, "| {} |", cells(header))?;
         writeln!(
             out,
             "|{}|",
             header.iter().map(|_| "---").collect::<Vec<_>>().join("|")
         )?;
         for r in rows {
-            writeln!(out, "| {} |", r.join(" | "))?;
+            writeln!(out, "| {} |", cells(r))?;
         }
         return Ok(());
     }
