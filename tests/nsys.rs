@@ -1114,3 +1114,69 @@ fn nvtx_projections_stream_in_time_order_over_many_ranges() {
         .unwrap();
     assert_eq!((first.ts, first.dur), (1807, Some(2207 - 1807)));
 }
+
+/// Stream types and priorities (TARGET_INFO_CUDA_STREAM), the CUDA index each process saw a GPU
+/// as (TARGET_INFO_CUDA_DEVICE) and captured stdout/stderr (ProcessStreams) are kept, each
+/// compared with the table's own rows.
+#[test]
+fn stream_types_device_ids_and_captured_output_are_kept() {
+    let mut checked = 0;
+    for f in corpus_files("nsys") {
+        let db =
+            rusqlite::Connection::open_with_flags(&f, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .unwrap();
+        let rows = |sql: &str| -> Vec<(i64, String)> {
+            match db.prepare(sql) {
+                Ok(mut st) => st
+                    .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+                    .unwrap()
+                    .map(|r| r.unwrap())
+                    .collect(),
+                Err(_) => Vec::new(),
+            }
+        };
+        let out = rows("SELECT p.globalPid, c.value FROM ProcessStreams p JOIN StringIds c ON c.id = p.contentId WHERE c.value <> ''");
+        let devices =
+            rows("SELECT gpuId, CAST(pid AS TEXT) || ':' || cudaId FROM TARGET_INFO_CUDA_DEVICE");
+        if out.is_empty() && devices.is_empty() {
+            continue;
+        }
+        let d = dump(&f);
+        for (_, content) in &out {
+            // the dump quotes the text; its first line is enough to find it
+            let first = content.lines().next().unwrap_or("");
+            assert!(
+                d.contains(&first.replace('"', "\\\"")),
+                "{}: output {first:?} missing",
+                f.display()
+            );
+        }
+        assert!(
+            out.is_empty() || d.contains("meta \"stdout\"=") || d.contains("meta \"stderr\"="),
+            "{}",
+            f.display()
+        );
+        for (_, pid_cuda) in &devices {
+            let (pid, cuda) = pid_cuda.split_once(':').unwrap();
+            assert!(
+                d.contains(&format!("\"cuda_device_by_pid\"={{\"{pid}\":{cuda}")),
+                "{}: {pid_cuda}",
+                f.display()
+            );
+        }
+        checked += 1;
+    }
+    eprintln!("stream/device/output tables: {checked} real exports checked");
+    // event syncs tied to no stream get a track of their own, not "stream 4294967295"
+    if let Some(f) = corpus_files("nsys")
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("cloverleaf"))
+    {
+        let d = dump(&f);
+        assert!(
+            d.contains("name=\"no stream (synchronization)\"")
+                && !d.contains("\"stream 4294967295\""),
+            "{d}"
+        );
+    }
+}

@@ -62,6 +62,12 @@ pub struct Identity {
     hostnames: FxHashMap<i64, String>,
     gpus: FxHashMap<(i64, i64), GpuInfo>,
     nvtx_stream_names: FxHashMap<StreamKey, String>,
+    /// `TARGET_INFO_CUDA_STREAM`: (priority, creation flag) by (machine, pid, context, stream).
+    stream_info: FxHashMap<(i64, i64, i64, i64), (i64, i64)>,
+    /// `TARGET_INFO_CUDA_DEVICE`: the CUDA device index each process saw a GPU as.
+    cuda_ids: FxHashMap<(i64, i64), Vec<(i64, i64)>>,
+    /// `ProcessStreams`: captured stdout/stderr by process key: (which, file name, content).
+    process_output: FxHashMap<i64, Vec<(String, String)>>,
     null_streams: FxHashMap<(i64, i64, i64, i64), i64>,
     processes: FxHashMap<i64, ProcessId>,
     threads: FxHashMap<i64, TrackId>,
@@ -124,6 +130,7 @@ impl Identity {
             }
         }
         id.load_gpus(conn, schema);
+        id.load_streams_devices_output(conn, schema);
         if let Some(t) = schema.table("TARGET_INFO_NVTX_CUDA_STREAM") {
             let sql = format!(
                 "SELECT {} FROM {}",
@@ -187,6 +194,84 @@ impl Identity {
 
     /// GPU names and properties: `TARGET_INFO_GPU` (id or, before 2022, deviceId), and the
     /// pre-2022 `TARGET_INFO_CUDA_GPU`.
+    /// Stream types and priorities, CUDA device indexes per process, and captured output.
+    fn load_streams_devices_output(&mut self, conn: &Connection, schema: &Schema) {
+        if let Some(t) = schema.table("TARGET_INFO_CUDA_STREAM") {
+            let sql = format!(
+                "SELECT {} FROM {}",
+                t.select_list(&[
+                    "vmId",
+                    "processId",
+                    "contextId",
+                    "streamId",
+                    "priority",
+                    "flag"
+                ]),
+                t.sql_name()
+            );
+            for row in lenient_rows(conn, &sql, |r| {
+                let v = |i| r.get::<_, Option<i64>>(i);
+                Ok((v(0)?, v(1)?, v(2)?, v(3)?, v(4)?, v(5)?))
+            }) {
+                if let (vm, Some(pid), Some(ctx), Some(stream), prio, flag) = row {
+                    let key = (machine_of_vm(vm.unwrap_or(1)), pid, ctx, stream);
+                    self.stream_info
+                        .insert(key, (prio.unwrap_or(0), flag.unwrap_or(0)));
+                }
+            }
+        }
+        if let Some(t) = schema.table("TARGET_INFO_CUDA_DEVICE") {
+            let sql = format!(
+                "SELECT {} FROM {}",
+                t.select_list(&["gpuId", "cudaId", "pid"]),
+                t.sql_name()
+            );
+            for row in lenient_rows(conn, &sql, |r| {
+                let v = |i| r.get::<_, Option<i64>>(i);
+                Ok((v(0)?, v(1)?, v(2)?))
+            }) {
+                if let (Some(gpu), Some(cuda), Some(pid)) = row {
+                    self.cuda_ids.entry((1, gpu)).or_default().push((pid, cuda));
+                }
+            }
+        }
+        if let (Some(t), Some(s)) = (schema.table("ProcessStreams"), schema.table("StringIds")) {
+            let sql = format!(
+                "SELECT p.{}, f.value, c.value FROM {} p LEFT JOIN {} f ON f.id = p.{} \
+                 LEFT JOIN {} c ON c.id = p.{}",
+                t.col("globalPid"),
+                t.sql_name(),
+                s.sql_name(),
+                t.col("filenameId"),
+                s.sql_name(),
+                t.col("contentId")
+            );
+            for (gpid, file, content) in lenient_rows(conn, &sql, |r| {
+                Ok((
+                    r.get::<_, Option<i64>>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            }) {
+                let (Some(g), Some(content)) = (gpid, content.filter(|c| !c.is_empty())) else {
+                    continue;
+                };
+                let file = file.unwrap_or_default();
+                let which = if file.ends_with("stdout.log") {
+                    "stdout".to_string()
+                } else if file.ends_with("stderr.log") {
+                    "stderr".to_string()
+                } else {
+                    format!("output {file}")
+                };
+                self.process_output
+                    .entry(GlobalId(g).process_key())
+                    .or_default()
+                    .push((which, content));
+            }
+        }
+    }
+
     fn load_gpus(&mut self, conn: &Connection, schema: &Schema) {
         let props: &[(&str, &'static str)] = &[
             ("busLocation", "bus_location"),
@@ -278,6 +363,12 @@ impl Identity {
                 value: Value::Int(rank),
             });
         }
+        for (which, content) in self.process_output.get(&key).into_iter().flatten() {
+            meta.push(Arg {
+                key: defs.intern(which),
+                value: Value::str(content.as_str()),
+            });
+        }
         let p = defs.add_process(Process {
             kind: ProcessKind::Host,
             os_pid: Some(g.pid()),
@@ -347,6 +438,17 @@ impl Identity {
                 value: v,
             });
         }
+        if let Some(ids) = self.cuda_ids.get(&(machine, device)) {
+            // which CUDA device index each process used for this GPU (CUDA_VISIBLE_DEVICES)
+            let obj: serde_json::Map<String, serde_json::Value> = ids
+                .iter()
+                .map(|(pid, cuda)| (pid.to_string(), serde_json::Value::from(*cuda)))
+                .collect();
+            meta.push(Arg {
+                key: defs.intern("cuda_device_by_pid"),
+                value: Value::Json(serde_json::Value::Object(obj).to_string().into()),
+            });
+        }
         let host = self.host_of(defs, machine);
         let p = defs.add_process(Process {
             kind: ProcessKind::Device {
@@ -381,9 +483,28 @@ impl Identity {
             .null_streams
             .get(&(gpid.machine(), gpid.pid(), device, context))
             == Some(&stream);
-        let mut name = format!("stream {stream}");
-        if null {
-            name.push_str(" (default)");
+        // CUPTI writes 0xFFFFFFFF (or -1) for work tied to no stream (event and context syncs)
+        let mut name = if stream == u32::MAX as i64 || stream < 0 {
+            "no stream (synchronization)".to_string()
+        } else {
+            format!("stream {stream}")
+        };
+        let info = self
+            .stream_info
+            .get(&(gpid.machine(), gpid.pid(), context, stream))
+            .copied();
+        let mut notes = Vec::new();
+        match info.map(|(_, flag)| flag) {
+            _ if null => notes.push("default".to_string()),
+            Some(2) => notes.push("non-blocking".to_string()),
+            Some(3) => notes.push("null".to_string()),
+            _ => {}
+        }
+        if let Some((prio, _)) = info.filter(|(p, _)| *p != 0) {
+            notes.push(format!("priority {prio}"));
+        }
+        if !notes.is_empty() {
+            name.push_str(&format!(" ({})", notes.join(", ")));
         }
         if let Some(n) = self.nvtx_stream_names.get(&key) {
             name = format!("{n} ({name})");
