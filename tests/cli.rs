@@ -136,3 +136,20 @@ fn closed_stdout_is_not_an_error() {
         assert!(out.status.success(), "{cmd}: {:?} {err}", out.status);
     }
 }
+
+/// docs/diagnostics.md lists every diagnostic the program can report.
+#[test]
+fn diagnostics_reference_is_complete() {
+    let doc = std::fs::read_to_string(root().join("docs/diagnostics.md")).unwrap();
+    let out = String::from_utf8(run_ok(&["formats", "--diagnostics"]).stdout).unwrap();
+    let mut n = 0;
+    for line in out.lines() {
+        let name = line.split_whitespace().next().unwrap();
+        assert!(
+            doc.contains(&format!("`{name}`")),
+            "docs/diagnostics.md lacks {name}"
+        );
+        n += 1;
+    }
+    assert!(n > 100, "only {n} diagnostics listed");
+}

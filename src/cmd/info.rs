@@ -1,7 +1,7 @@
 //! `tracex info`: what is in a trace.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::rc::Rc;
 
@@ -21,7 +21,8 @@ struct Counts {
     slices_by_cat: HashMap<Option<StrId>, u64>,
     instants_by_cat: HashMap<Option<StrId>, u64>,
     open_slices: u64,
-    flows: BTreeSet<u64>,
+    /// Flows, counted by their start points (each flow has exactly one).
+    flows: u64,
     untimed_samples: u64,
     first: Option<i64>,
     last: Option<i64>,
@@ -57,7 +58,9 @@ impl Sink for InfoSink {
             }
             Event::Flow(f) => {
                 span(f.ts, f.ts);
-                c.flows.insert(f.id.0);
+                if f.role == tracex_ir::FlowRole::Start {
+                    c.flows += 1;
+                }
             }
             other => {
                 let t = other.ts();
@@ -130,7 +133,7 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
         "slices_by_cat": by_cat_name(&defs, &c.slices_by_cat),
         "instants_by_cat": by_cat_name(&defs, &c.instants_by_cat),
         "open_slices": c.open_slices,
-        "flows": c.flows.len(),
+        "flows": c.flows,
         "untimed_samples": c.untimed_samples,
         "processes": defs.processes.len(),
         "threads": defs.threads.len(),
@@ -175,7 +178,7 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
     if c.open_slices > 0 {
         writeln!(out, "open slices (never ended): {}", c.open_slices)?;
     }
-    writeln!(out, "flows:      {}", c.flows.len())?;
+    writeln!(out, "flows:      {}", c.flows)?;
     writeln!(out, "processes:  {}", defs.processes.len())?;
     writeln!(out, "threads:    {}", defs.threads.len())?;
     writeln!(
