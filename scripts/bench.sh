@@ -88,6 +88,8 @@ for s in "${sections[@]}"; do
       measure "nsys 1M -> chrome json, without nvtx-kernel" "$(size "$f")" \
         "$bin" -q convert -f --activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
       measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
+      measure "nsys 250k -> otf2" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.otf2"
+      measure "nsys 1M -> otf2" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.otf2"
       measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
         "$bin" -q convert -f "$u" "$out/nsys-1m.json"
       ;;

@@ -15,6 +15,7 @@ use clap::Parser;
 
 /// Importers allocate many small argument lists and strings per event, often freed on another
 /// thread (the sorter's merge); mimalloc serves that pattern faster than glibc's allocator.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

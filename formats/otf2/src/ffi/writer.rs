@@ -16,7 +16,8 @@ use otf2_sys as sys;
 use super::attrs::{AttrList, AttrValue};
 use super::error::{check, init, null_handle, Otf2Error, Result};
 
-/// Every full buffer is flushed to disk, so memory stays at one chunk per location.
+/// Every buffer libotf2 asks about is flushed to disk (see the memory callbacks for when it
+/// asks).
 unsafe extern "C" fn pre_flush(
     _user: *mut c_void,
     _file_type: sys::OTF2_FileType,
@@ -32,6 +33,82 @@ unsafe extern "C" fn pre_flush(
 static FLUSH_CALLBACKS: sys::OTF2_FlushCallbacks = sys::OTF2_FlushCallbacks {
     otf2_pre_flush: Some(pre_flush),
     otf2_post_flush: None,
+};
+
+/// The chunks tracex allocated for one libotf2 buffer (its `perBufferData`).
+#[derive(Default)]
+struct BufferChunks {
+    chunks: Vec<(*mut u8, std::alloc::Layout)>,
+}
+
+/// Event chunks a location may hold before libotf2 writes them out. libotf2 flushes a buffer
+/// only when allocating a new chunk fails; with plain malloc it never fails, and every event
+/// of the trace would stay in memory until the archive is closed.
+const EVENT_CHUNKS_PER_LOCATION: usize = 1;
+
+/// Allocates a chunk, or refuses one (null) when an event buffer already has its share, which
+/// makes libotf2 write the buffer to disk, free its chunks and ask again.
+unsafe extern "C" fn allocate_chunk(
+    _user: *mut c_void,
+    file_type: sys::OTF2_FileType,
+    _location: sys::OTF2_LocationRef,
+    per_buffer: *mut *mut c_void,
+    chunk_size: u64,
+) -> *mut c_void {
+    if per_buffer.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: libotf2 passes the same perBufferData slot for every call on one buffer; it is
+    // null until this callback stores a boxed BufferChunks there, freed in free_chunks.
+    let state = unsafe {
+        if (*per_buffer).is_null() {
+            *per_buffer = Box::into_raw(Box::<BufferChunks>::default()) as *mut c_void;
+        }
+        &mut *(*per_buffer as *mut BufferChunks)
+    };
+    if file_type == sys::OTF2_FILETYPE_EVENTS as sys::OTF2_FileType
+        && state.chunks.len() >= EVENT_CHUNKS_PER_LOCATION
+    {
+        return std::ptr::null_mut();
+    }
+    let Ok(layout) = std::alloc::Layout::from_size_align(chunk_size.max(1) as usize, 64) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: a non-zero size; the pointer is kept and freed with the same layout.
+    let p = unsafe { std::alloc::alloc(layout) };
+    if !p.is_null() {
+        state.chunks.push((p, layout));
+    }
+    p as *mut c_void
+}
+
+/// Frees every chunk of a buffer (after libotf2 wrote them), and the bookkeeping at the end.
+unsafe extern "C" fn free_chunks(
+    _user: *mut c_void,
+    _file_type: sys::OTF2_FileType,
+    _location: sys::OTF2_LocationRef,
+    per_buffer: *mut *mut c_void,
+    final_: bool,
+) {
+    // SAFETY: see allocate_chunk; each chunk was allocated there with its layout.
+    unsafe {
+        if per_buffer.is_null() || (*per_buffer).is_null() {
+            return;
+        }
+        let state = &mut *(*per_buffer as *mut BufferChunks);
+        for (p, layout) in state.chunks.drain(..) {
+            std::alloc::dealloc(p, layout);
+        }
+        if final_ {
+            drop(Box::from_raw(*per_buffer as *mut BufferChunks));
+            *per_buffer = std::ptr::null_mut();
+        }
+    }
+}
+
+static MEMORY_CALLBACKS: sys::OTF2_MemoryCallbacks = sys::OTF2_MemoryCallbacks {
+    otf2_allocate: Some(allocate_chunk),
+    otf2_free_all: Some(free_chunks),
 };
 
 fn c_string(s: &str, what: &str) -> Result<CString> {
@@ -524,6 +601,17 @@ impl ArchiveWriter {
                 sys::OTF2_Archive_SetFlushCallbacks(a.ptr(), &FLUSH_CALLBACKS, std::ptr::null_mut())
             },
             "OTF2_Archive_SetFlushCallbacks",
+        )?;
+        // SAFETY: the callbacks struct is 'static and the archive is live.
+        check(
+            unsafe {
+                sys::OTF2_Archive_SetMemoryCallbacks(
+                    a.ptr(),
+                    &MEMORY_CALLBACKS,
+                    std::ptr::null_mut(),
+                )
+            },
+            "OTF2_Archive_SetMemoryCallbacks",
         )?;
         // SAFETY: live archive.
         check(
