@@ -49,17 +49,18 @@ pub fn needs_sort(sources: &[Source]) -> bool {
     sources.len() > 1 || sources.iter().any(|s| s.format.order != EventOrder::Sorted)
 }
 
-type Tail = OverlapRouter<Box<dyn Sink>>;
+type Tail<'a> = OverlapRouter<Box<dyn Sink + 'a>>;
 
-/// The stages in front of a sink.
-pub enum Chain {
-    Direct(Tail),
-    Sorted(Sorter<Tail>),
+/// The stages in front of a sink, which they borrow: the caller reads its sink afterwards.
+pub enum Chain<'a> {
+    Direct(Tail<'a>),
+    Sorted(Sorter<Tail<'a>>),
 }
 
-impl Chain {
-    pub fn new(sink: Box<dyn Sink>, sort: bool, mem_budget: usize, filter: FilterSpec) -> Chain {
-        let filtered: Box<dyn Sink> = if filter.is_empty() {
+impl<'a> Chain<'a> {
+    pub fn new(sink: &'a mut dyn Sink, sort: bool, mem_budget: usize, filter: FilterSpec) -> Self {
+        let sink: Box<dyn Sink + 'a> = Box::new(sink);
+        let filtered: Box<dyn Sink + 'a> = if filter.is_empty() {
             sink
         } else {
             Box::new(Filter::new(sink, filter))
@@ -73,7 +74,7 @@ impl Chain {
     }
 }
 
-impl Sink for Chain {
+impl Sink for Chain<'_> {
     fn event(&mut self, defs: &mut Defs, e: Event) -> tracex_ir::Result<()> {
         match self {
             Chain::Direct(s) => s.event(defs, e),
@@ -95,7 +96,7 @@ pub fn import_all(
     sources: &mut [Source],
     opts: &Options,
     defs: &mut Defs,
-    chain: &mut Chain,
+    chain: &mut Chain<'_>,
     align: Align,
 ) -> anyhow::Result<()> {
     let several = sources.len() > 1;

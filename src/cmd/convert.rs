@@ -108,14 +108,14 @@ pub fn convert_one(
     let mut sources = super::open_sources(ins, args.from.as_deref())?;
     let export = format.export.expect("checked");
     let mut defs = Defs::new();
-    let sink = export(&target, &opts).with_context(|| format!("cannot create {out}"))?;
+    let mut sink = export(&target, &opts).with_context(|| format!("cannot create {out}"))?;
     super::run(
         &mut sources,
         &opts,
         &args.common,
         args.align,
         &mut defs,
-        sink,
+        &mut *sink,
         quiet,
     )
     .with_context(|| format!("conversion to {out} failed; nothing was written"))?;

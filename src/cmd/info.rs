@@ -1,9 +1,7 @@
 //! `tracex info`: what is in a trace.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::rc::Rc;
 
 use serde_json::json;
 use tracex_ir::kind::classify;
@@ -28,11 +26,9 @@ struct Counts {
     last: Option<i64>,
 }
 
-struct InfoSink(Rc<RefCell<Counts>>);
-
-impl Sink for InfoSink {
+impl Sink for Counts {
     fn event(&mut self, defs: &mut Defs, e: Event) -> tracex_ir::Result<()> {
-        let mut c = self.0.borrow_mut();
+        let c = self;
         *c.by_kind.entry(e.kind_name()).or_default() += 1;
         let mut span = |start: i64, end: i64| {
             c.first = Some(c.first.map_or(start, |f| f.min(start)));
@@ -83,17 +79,16 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
     let format = sources[0].format.name;
     let compressed = sources[0].input.compressed;
     let mut defs = Defs::new();
-    let counts = Rc::new(RefCell::new(Counts::default()));
+    let mut c = Counts::default();
     super::run(
         &mut sources,
         &Options::default(),
         &args.common,
         crate::pipeline::Align::Clock,
         &mut defs,
-        Box::new(InfoSink(counts.clone())),
+        &mut c,
         quiet,
     )?;
-    let c = counts.borrow();
     let mut out = std::io::stdout().lock();
     let mut tracks: BTreeMap<&str, u64> = BTreeMap::new();
     for t in &defs.tracks {

@@ -37,7 +37,7 @@ pub fn run(
     common: &CommonArgs,
     align: Align,
     defs: &mut Defs,
-    sink: Box<dyn tracex_ir::Sink>,
+    sink: &mut dyn tracex_ir::Sink,
     quiet: bool,
 ) -> anyhow::Result<()> {
     let budget = pipeline::parse_size(&common.mem_budget)

@@ -87,31 +87,17 @@ pub struct StatsArgs {
 fn read_trace(path: &str, args: &StatsArgs) -> anyhow::Result<collect::TraceStats> {
     let mut sources = super::open_sources(&[path.to_string()], args.from.as_deref())?;
     let mut defs = Defs::new();
-    let sink = std::rc::Rc::new(std::cell::RefCell::new(None));
-    struct Forward(
-        std::rc::Rc<std::cell::RefCell<Option<collect::TraceStats>>>,
-        collect::StatsSink,
-    );
-    impl tracex_ir::Sink for Forward {
-        fn event(&mut self, d: &mut Defs, e: tracex_ir::Event) -> tracex_ir::Result<()> {
-            self.1.event(d, e)
-        }
-        fn finish(&mut self, d: &mut Defs) -> tracex_ir::Result<()> {
-            self.1.finish(d)?;
-            *self.0.borrow_mut() = self.1.result.take();
-            Ok(())
-        }
-    }
+    let mut sink = collect::StatsSink::default();
     super::run(
         &mut sources,
         &Options::default(),
         &args.common,
         crate::pipeline::Align::Clock,
         &mut defs,
-        Box::new(Forward(sink.clone(), collect::StatsSink::default())),
+        &mut sink,
         true,
     )?;
-    let stats = sink.borrow_mut().take().context("no statistics")?;
+    let stats = sink.result.take().context("no statistics")?;
     Ok(stats)
 }
 
