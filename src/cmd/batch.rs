@@ -59,13 +59,8 @@ struct Job {
 }
 
 /// Every trace under `dir` (recursively; hidden entries and links to folders skipped), with its
-/// path relative to `root`. Unrecognised files are counted in `skipped`.
-fn walk(
-    dir: &Path,
-    root: &Path,
-    out: &mut Vec<(PathBuf, PathBuf)>,
-    skipped: &mut usize,
-) -> std::io::Result<()> {
+/// path relative to `root` and its sniffed format. Unrecognised files are counted in `skipped`.
+fn walk(dir: &Path, root: &Path, out: &mut Vec<Found>, skipped: &mut usize) -> std::io::Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)?.filter_map(|e| e.ok()).collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
@@ -82,17 +77,24 @@ fn walk(
             walk(&path, root, out, skipped)?;
             continue;
         }
-        let recognised = Input::open(&path.to_string_lossy())
-            .ok()
-            .is_some_and(|i| input::resolve_format(&i, None).is_ok());
-        if recognised {
-            let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
-            out.push((path, rel));
-        } else {
-            *skipped += 1;
+        match sniff(&path) {
+            Some(format) => {
+                let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+                out.push((path, rel, Some(format)));
+            }
+            None => *skipped += 1,
         }
     }
     Ok(())
+}
+
+/// A found input: its path, its path relative to the root it was found under, its format.
+type Found = (PathBuf, PathBuf, Option<&'static Format>);
+
+/// The format of the trace at `path`, from its content; `None` when unreadable or unknown.
+fn sniff(path: &Path) -> Option<&'static Format> {
+    let input = Input::open(&path.to_string_lossy()).ok()?;
+    input::resolve_format(&input, None).ok()
 }
 
 /// `rel` with its trace extension replaced by the output format's.
@@ -124,17 +126,14 @@ fn jobs_of(plan: &Plan) -> anyhow::Result<(Vec<Job>, usize)> {
             walk(root, root, &mut found, &mut skipped)?;
         } else if root.exists() {
             let rel = PathBuf::from(root.file_name().unwrap_or(root.as_os_str()));
-            found.push((root.clone(), rel));
+            found.push((root.clone(), rel, sniff(root)));
         } else {
             bail!("{} does not exist", root.display());
         }
     }
     let jobs = found
         .into_iter()
-        .map(|(input, rel)| {
-            let in_format = Input::open(&input.to_string_lossy())
-                .ok()
-                .and_then(|i| input::resolve_format(&i, None).ok());
+        .map(|(input, rel, in_format)| {
             let name = output_name(&rel, in_format, plan.format);
             let mut output = match &plan.out_dir {
                 Some(d) => d.join(&name),
