@@ -7,7 +7,8 @@ use anyhow::Context;
 use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
 use tracex_ir::{
-    Defs, DiagKind, Event, EventOrder, ImportCtx, Location, NamePriority, Severity, Sink,
+    Defs, DiagKind, Diagnostics, Event, EventOrder, ImportCtx, Location, NamePriority, Severity,
+    Sink, Stage,
 };
 
 use crate::filter::{Filter, FilterSpec};
@@ -49,23 +50,41 @@ pub fn needs_sort(sources: &[Source]) -> bool {
     sources.len() > 1 || sources.iter().any(|s| s.format.order != EventOrder::Sorted)
 }
 
-type Tail<'a> = OverlapRouter<Box<dyn Sink + 'a>>;
+/// The sink, behind the filters when there are any.
+pub enum Tail<'a> {
+    Sink(&'a mut dyn Sink),
+    Filtered(Box<Filter<&'a mut dyn Sink>>),
+}
+
+impl Stage for Tail<'_> {
+    fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, e: Event) -> tracex_ir::Result<()> {
+        match self {
+            Tail::Sink(s) => s.push(defs, diag, e),
+            Tail::Filtered(f) => f.push(defs, diag, e),
+        }
+    }
+    fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> tracex_ir::Result<()> {
+        match self {
+            Tail::Sink(s) => s.end(defs, diag),
+            Tail::Filtered(f) => f.end(defs, diag),
+        }
+    }
+}
 
 /// The stages in front of a sink, which they borrow: the caller reads its sink afterwards.
 pub enum Chain<'a> {
-    Direct(Tail<'a>),
-    Sorted(Sorter<Tail<'a>>),
+    Direct(OverlapRouter<Tail<'a>>),
+    Sorted(Sorter<OverlapRouter<Tail<'a>>>),
 }
 
 impl<'a> Chain<'a> {
     pub fn new(sink: &'a mut dyn Sink, sort: bool, mem_budget: usize, filter: FilterSpec) -> Self {
-        let sink: Box<dyn Sink + 'a> = Box::new(sink);
-        let filtered: Box<dyn Sink + 'a> = if filter.is_empty() {
-            sink
+        let tail = if filter.is_empty() {
+            Tail::Sink(sink)
         } else {
-            Box::new(Filter::new(sink, filter))
+            Tail::Filtered(Box::new(Filter::new(sink, filter)))
         };
-        let routed = OverlapRouter::new(filtered);
+        let routed = OverlapRouter::new(tail);
         if sort {
             Chain::Sorted(Sorter::with_budget(routed, mem_budget))
         } else {
@@ -74,17 +93,17 @@ impl<'a> Chain<'a> {
     }
 }
 
-impl Sink for Chain<'_> {
-    fn event(&mut self, defs: &mut Defs, e: Event) -> tracex_ir::Result<()> {
+impl Stage for Chain<'_> {
+    fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, e: Event) -> tracex_ir::Result<()> {
         match self {
-            Chain::Direct(s) => s.event(defs, e),
-            Chain::Sorted(s) => s.event(defs, e),
+            Chain::Direct(s) => s.push(defs, diag, e),
+            Chain::Sorted(s) => s.push(defs, diag, e),
         }
     }
-    fn finish(&mut self, defs: &mut Defs) -> tracex_ir::Result<()> {
+    fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> tracex_ir::Result<()> {
         match self {
-            Chain::Direct(s) => s.finish(defs),
-            Chain::Sorted(s) => s.finish(defs),
+            Chain::Direct(s) => s.end(defs, diag),
+            Chain::Sorted(s) => s.end(defs, diag),
         }
     }
 }
@@ -96,6 +115,7 @@ pub fn import_all(
     sources: &mut [Source],
     opts: &Options,
     defs: &mut Defs,
+    diag: &mut Diagnostics,
     chain: &mut Chain<'_>,
     align: Align,
 ) -> anyhow::Result<()> {
@@ -119,7 +139,7 @@ pub fn import_all(
         let first_process = defs.processes.len();
         defs.clock.origin_unix_ns = None;
         {
-            let mut ctx = ImportCtx::new(defs, chain, &progress);
+            let mut ctx = ImportCtx::new(defs, diag, chain, &progress);
             import(&mut s.input, opts, &mut ctx)
                 .with_context(|| format!("{} ({})", s.input.display, s.format.name))?;
         }
@@ -130,7 +150,7 @@ pub fn import_all(
     }
     if several {
         if let Chain::Sorted(sorter) = chain {
-            let (offsets, origin) = offsets(&origins, sorter.first_ts(), align, defs);
+            let (offsets, origin) = offsets(&origins, sorter.first_ts(), align, diag);
             sorter.set_offsets(offsets);
             defs.clock.origin_unix_ns = origin;
         }
@@ -165,7 +185,7 @@ fn offsets(
     origins: &[Option<i64>],
     first: &[Option<i64>],
     align: Align,
-    defs: &mut Defs,
+    diag: &mut Diagnostics,
 ) -> (Vec<i64>, Option<i64>) {
     let first_of = |i: usize| first.get(i).copied().flatten();
     match align {
@@ -201,7 +221,7 @@ fn offsets(
                 .map(|(i, o)| match o {
                     Some(o) => o - common,
                     None => {
-                        defs.diag.record(&MERGE_UNALIGNED, Location::Nowhere);
+                        diag.record(&MERGE_UNALIGNED, Location::Nowhere);
                         match (earliest, first_of(i)) {
                             (Some(e), Some(f)) => e - f,
                             _ => 0,

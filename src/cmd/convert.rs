@@ -5,7 +5,6 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use tracex_ir::io::OutputTarget;
-use tracex_ir::Defs;
 
 use crate::cli::ConvertArgs;
 use crate::formats::{self, Format};
@@ -107,19 +106,17 @@ pub fn convert_one(
     let started = Instant::now();
     let mut sources = super::open_sources(ins, args.from.as_deref())?;
     let export = format.export.expect("checked");
-    let mut defs = Defs::new();
     let mut sink = export(&target, &opts).with_context(|| format!("cannot create {out}"))?;
-    super::run(
+    let (_, diag) = super::run(
         &mut sources,
         &opts,
         &args.common,
         args.align,
-        &mut defs,
         &mut *sink,
         quiet,
     )
     .with_context(|| format!("conversion to {out} failed; nothing was written"))?;
-    super::print_diagnostics(&defs, quiet);
+    super::print_diagnostics(&diag, quiet);
     if !quiet {
         let inputs: Vec<String> = sources
             .iter()

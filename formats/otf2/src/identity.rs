@@ -416,7 +416,7 @@ mod tests {
             matches!(t, TrackIdentity::Thread { tid: Some(12), .. }),
             "{t:?}"
         );
-        let o = d.overflow_track(track, 2);
+        let o = tracex_ir::nest::OverflowTracks::default().get(&mut d, track, 2);
         let (_, t) = track_from_json(&track_json(&d, o.0, d.track(o))).unwrap();
         assert_eq!(
             t,

@@ -149,7 +149,7 @@ impl Tally {
 
     fn record(self, ctx: &mut ImportCtx, kind: &'static tracex_ir::DiagKind) {
         if let Some((_, at, detail)) = self.first {
-            ctx.defs.diag.record_n(kind, self.count, at, Some(detail));
+            ctx.diag.record_n(kind, self.count, at, Some(detail));
         }
     }
 }
@@ -222,14 +222,15 @@ impl Correlation {
 mod tests {
     use super::*;
     use tracex_ir::mem::MemSink;
-    use tracex_ir::{Defs, Progress};
+    use tracex_ir::{Defs, Diagnostics, Progress};
 
     #[test]
     fn correlation_joins_by_id_and_counts_the_rest() {
         let mut defs = Defs::new();
+        let mut diag = Diagnostics::default();
         let mut sink = MemSink::default();
         let progress = Progress::new();
-        let mut ctx = ImportCtx::new(&mut defs, &mut sink, &progress);
+        let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
         let (cpu, gpu) = (TrackId(1), TrackId(2));
         let mut c = Correlation::default();
         let at = |l| Location::Line(l);
@@ -250,7 +251,7 @@ mod tests {
             })
             .collect();
         assert_eq!(ts, [(FlowRole::Start, 100), (FlowRole::End, 150)]);
-        let get = |n| defs.diag.get(n).unwrap();
+        let get = |n| diag.get(n).unwrap();
         assert_eq!(get("cupti_duplicate_correlation").first, at(3));
         assert_eq!(get("cupti_gpu_before_call").first, at(5));
         let orphan = get("cupti_gpu_without_call");

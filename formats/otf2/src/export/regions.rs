@@ -49,6 +49,8 @@ struct Region {
 pub struct Regions {
     map: FxHashMap<(StrId, Option<StrId>, bool), u32>,
     list: Vec<Region>,
+    /// The region of stack nodes never defined, named `?`.
+    undefined: Option<u32>,
 }
 
 impl Regions {
@@ -81,6 +83,29 @@ impl Regions {
         let r = self.list.len() as u32;
         self.list.push(region);
         self.map.insert((name, cat, instant), r);
+        Ok(sys::OTF2_RegionRef(r))
+    }
+
+    /// The region `?` of a stack node the trace never defined.
+    pub fn undefined_frame(
+        &mut self,
+        ar: &mut ArchiveWriter,
+        strings: &mut Strings,
+    ) -> Result<sys::OTF2_RegionRef> {
+        if let Some(r) = self.undefined {
+            return Ok(sys::OTF2_RegionRef(r));
+        }
+        let (paradigm, role) = paradigm_role(None);
+        let r = self.list.len() as u32;
+        self.list.push(Region {
+            name: strings.name(ar, "?")?,
+            cat: None,
+            description: strings.name(ar, "")?,
+            paradigm,
+            role,
+            instant: false,
+        });
+        self.undefined = Some(r);
         Ok(sys::OTF2_RegionRef(r))
     }
 
