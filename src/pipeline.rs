@@ -11,10 +11,10 @@ use tracex_ir::{
     Sink, Stage,
 };
 
+use tracex_ir::format::{Format, InputKind, Options};
+
 use crate::filter::{Filter, FilterSpec};
-use crate::formats::{Format, InputKind};
 use crate::input::Input;
-use crate::options::Options;
 
 pub static MERGE_UNALIGNED: DiagKind = DiagKind {
     name: "merge_unaligned",
@@ -29,7 +29,7 @@ pub static DIAGNOSTICS: &[&DiagKind] = &[&MERGE_UNALIGNED];
 const LOOKS_LIKE_UNIX_NS: i64 = 100_000_000_000_000_000;
 
 /// An input with the format chosen for it.
-pub struct Source {
+pub struct Opened {
     pub input: Input,
     pub format: &'static Format,
 }
@@ -46,8 +46,11 @@ pub enum Align {
 }
 
 /// Whether the events must be reordered: any unsorted importer, or several inputs.
-pub fn needs_sort(sources: &[Source]) -> bool {
-    sources.len() > 1 || sources.iter().any(|s| s.format.order != EventOrder::Sorted)
+pub fn needs_sort(sources: &[Opened]) -> bool {
+    sources.len() > 1
+        || sources
+            .iter()
+            .any(|s| s.format.import.as_ref().map(|i| i.order) != Some(EventOrder::Sorted))
 }
 
 /// The sink, behind the filters when there are any.
@@ -112,7 +115,7 @@ impl Stage for Chain<'_> {
 /// processes are tagged with the input's name as their host (when the input names none), and
 /// the inputs are aligned in time as `align` says.
 pub fn import_all(
-    sources: &mut [Source],
+    sources: &mut [Opened],
     opts: &Options,
     defs: &mut Defs,
     diag: &mut Diagnostics,
@@ -125,8 +128,8 @@ pub fn import_all(
         if let Chain::Sorted(sorter) = chain {
             sorter.begin_input();
         }
-        let import = s.format.import.expect("importable format");
-        if s.format.input == InputKind::File {
+        let import = s.format.import.as_ref().expect("importable format");
+        if import.input == InputKind::File {
             // stdin and gzip input become a temporary file before the importer opens it
             s.input.file_path().with_context(|| {
                 format!(
@@ -140,7 +143,7 @@ pub fn import_all(
         defs.clock.origin_unix_ns = None;
         {
             let mut ctx = ImportCtx::new(defs, diag, chain, &progress);
-            import(&mut s.input, opts, &mut ctx)
+            (import.run)(&mut s.input, opts, &mut ctx)
                 .with_context(|| format!("{} ({})", s.input.display, s.format.name))?;
         }
         origins.push(defs.clock.origin_unix_ns);

@@ -286,7 +286,7 @@ fn import(path: &Path) -> (Defs, Vec<Event>) {
     let progress = Progress::new();
     let file = std::fs::File::open(path).unwrap();
     let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut chain, &progress);
-    tracex_cupti::import(file, &mut ctx).unwrap();
+    tracex_cupti::import(file, &Default::default(), &mut ctx).unwrap();
     chain.end(&mut defs, &mut diag).unwrap();
     (defs, chain.into_inner().into_inner().events)
 }

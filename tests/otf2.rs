@@ -10,6 +10,7 @@ use std::process::Command;
 use proptest::prelude::*;
 use tracex_ir::builder::TraceBuilder;
 use tracex_ir::dump::{dump_with, DumpOptions};
+use tracex_ir::io::OutputTarget;
 use tracex_ir::mem::{MemSink, Trace};
 use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
@@ -508,7 +509,9 @@ fn export(mut t: Trace, out: &Path) {
     let mut routed = Sorter::new(OverlapRouter::new(MemSink::default()));
     t.replay(&mut routed).unwrap();
     let events = routed.into_inner().into_inner().events;
-    let mut exp = tracex_otf2::Exporter::create(out, &Default::default()).unwrap();
+    let mut exp =
+        tracex_otf2::Exporter::create(&OutputTarget::Path(out.to_path_buf()), &Default::default())
+            .unwrap();
     for e in events {
         exp.event(&t.defs, &mut t.diag, e).unwrap();
     }

@@ -27,6 +27,7 @@ pub mod diag;
 pub mod dump;
 pub mod error;
 pub mod event;
+pub mod format;
 pub mod io;
 pub mod kind;
 pub mod mem;

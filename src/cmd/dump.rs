@@ -1,17 +1,17 @@
 use std::io::Write;
 
 use tracex_ir::dump::{dump_with, DumpOptions};
+use tracex_ir::format::Options;
 use tracex_ir::mem::MemSink;
 
 use crate::cli::DumpArgs;
-use crate::options::Options;
 
 pub fn run(args: &DumpArgs, quiet: bool) -> anyhow::Result<()> {
     let mut sources = super::open_sources(std::slice::from_ref(&args.input), args.from.as_deref())?;
     let mut events = MemSink::default();
     let (defs, diag) = super::run(
         &mut sources,
-        &Options::default(),
+        Options::default(),
         &args.common,
         crate::pipeline::Align::Clock,
         &mut events,

@@ -4,12 +4,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use serde_json::json;
+use tracex_ir::format::Options;
 use tracex_ir::kind::classify;
 use tracex_ir::{Defs, Diagnostics, Event, Sink, StrId, TrackKind};
 
 use crate::cli::InfoArgs;
-use crate::input;
-use crate::options::Options;
+use crate::formats;
 
 #[derive(Default)]
 struct Counts {
@@ -72,16 +72,16 @@ impl Sink for Counts {
 
 pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
     let mut sources = super::open_sources(std::slice::from_ref(&args.input), args.from.as_deref())?;
-    let sniffed: Vec<(String, String)> = input::sniff_all(&sources[0].input)
+    let sniffed: Vec<(String, String)> = formats::sniff::sniff_all(&sources[0].input.probe())
         .into_iter()
-        .map(|(f, c)| (f.name.to_string(), input::describe(c)))
+        .map(|(f, c)| (f.name.to_string(), formats::sniff::describe(c)))
         .collect();
     let format = sources[0].format.name;
     let compressed = sources[0].input.compressed;
     let mut c = Counts::default();
     let (defs, diag) = super::run(
         &mut sources,
-        &Options::default(),
+        Options::default(),
         &args.common,
         crate::pipeline::Align::Clock,
         &mut c,

@@ -1,4 +1,5 @@
 pub mod batch;
+mod conversion;
 pub mod convert;
 pub mod dump;
 pub mod formats;
@@ -8,15 +9,16 @@ pub mod stats;
 use std::io::Write;
 
 use anyhow::{bail, Context};
+use tracex_ir::format::Options;
 use tracex_ir::{Defs, Diagnostics, Severity, Sink, Stage};
 
 use crate::cli::CommonArgs;
-use crate::input::{self, Input};
-use crate::options::Options;
-use crate::pipeline::{self, Align, Chain, Source};
+
+use crate::input::Input;
+use crate::pipeline::{self, Align, Chain, Opened};
 
 /// Opens inputs and picks each one's format.
-pub fn open_sources(paths: &[String], from: Option<&str>) -> anyhow::Result<Vec<Source>> {
+pub fn open_sources(paths: &[String], from: Option<&str>) -> anyhow::Result<Vec<Opened>> {
     if paths.iter().filter(|p| p.as_str() == "-").count() > 1 {
         bail!("stdin (-) can be read only once");
     }
@@ -24,17 +26,17 @@ pub fn open_sources(paths: &[String], from: Option<&str>) -> anyhow::Result<Vec<
         .iter()
         .map(|p| {
             let input = Input::open(p)?;
-            let format = input::resolve_format(&input, from)?;
-            Ok(Source { input, format })
+            let format = crate::formats::sniff::resolve(&input.probe(), &input.display, from)?;
+            Ok(Opened { input, format })
         })
         .collect()
 }
 
-/// Imports `sources` through the standard chain into `sink` and finishes it. Returns the
-/// trace's definitions and the diagnostics counted on the way.
+/// Imports `sources` through the standard chain into `sink` and finishes it, with the formats'
+/// options `opts`. Returns the trace's definitions and the diagnostics counted on the way.
 pub fn run(
-    sources: &mut [Source],
-    opts: &Options,
+    sources: &mut [Opened],
+    mut opts: Options,
     common: &CommonArgs,
     align: Align,
     sink: &mut dyn Sink,
@@ -45,13 +47,12 @@ pub fn run(
     let budget = pipeline::parse_size(&common.mem_budget)
         .with_context(|| format!("--mem-budget {:?} is not a size", common.mem_budget))?;
     let mut filter = common.filter()?;
-    let mut opts = opts.clone();
     if !common.activity.is_empty() {
         // formats that select activities while reading (nsys tables) do it themselves; the
         // filter selects for the others
         let mut all_selected = true;
         for s in sources.iter() {
-            match s.format.select_activity {
+            match s.format.import.as_ref().and_then(|i| i.select_activity) {
                 Some(select) => select(&common.activity, &mut opts)
                     .map_err(|e| anyhow::anyhow!("--activity: {e}"))?,
                 None => all_selected = false,

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context};
+use tracex_ir::format::Options;
 
 use crate::cli::CommonArgs;
-use crate::options::Options;
 pub use summary::Stat;
 
 #[derive(clap::Args, Debug)]
@@ -88,7 +88,7 @@ fn read_trace(path: &str, args: &StatsArgs) -> anyhow::Result<collect::TraceStat
     let mut sink = collect::StatsSink::default();
     super::run(
         &mut sources,
-        &Options::default(),
+        Options::default(),
         &args.common,
         crate::pipeline::Align::Clock,
         &mut sink,

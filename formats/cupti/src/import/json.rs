@@ -9,7 +9,9 @@ use rustc_hash::FxHashMap;
 use tracex_ir::kind::cat;
 use tracex_ir::{Defs, Diagnostics, Event, ImportCtx, Location, Result, StrId, Value};
 
-use super::{Correlation, Devices, CAT_MEMORY, CAT_OVERHEAD, UNKNOWN_STREAM};
+use super::categories::{CAT_MEMORY, CAT_OVERHEAD};
+use super::correlation::Correlation;
+use super::devices::{Devices, UNKNOWN_STREAM};
 use crate::diag as d;
 
 /// Reads CUPTI Chrome JSON from `reader` into `ctx`.

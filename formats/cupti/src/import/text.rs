@@ -12,8 +12,10 @@ use tracex_ir::{
     Slice, TrackId, Value,
 };
 
+use super::categories::{CAT_MEMORY, CAT_OVERHEAD};
+use super::correlation::Correlation;
+use super::devices::{Devices, UNKNOWN_STREAM};
 use super::record::{self, Record};
-use super::{Correlation, Devices, CAT_MEMORY, CAT_OVERHEAD, UNKNOWN_STREAM};
 use crate::diag as d;
 
 /// Reads CUPTI text records from `reader` into `ctx`.

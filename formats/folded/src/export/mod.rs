@@ -22,8 +22,8 @@ use tracex_ir::{
 };
 
 use crate::diag as d;
+use crate::differential::{DIFF_AFTER, DIFF_BEFORE};
 use crate::options::{ExportOptions, Fold, Weight};
-use crate::{DIFF_AFTER, DIFF_BEFORE};
 use gpu::{AtLaunch, Call, Gpu, Work};
 use lanes::{Lanes, Open, Role};
 use lines::{Tree, Weights};

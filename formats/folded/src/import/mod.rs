@@ -18,8 +18,8 @@ use tracex_ir::{
 };
 
 use crate::diag as d;
+use crate::differential::{DIFF_AFTER, DIFF_BEFORE};
 use crate::options::{Dialect, ImportOptions};
-use crate::{DIFF_AFTER, DIFF_BEFORE};
 
 /// Reads folded stacks from `reader` into `ctx`.
 pub fn import<R: Read>(reader: R, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<()> {

@@ -19,9 +19,9 @@ mod splitter;
 mod strings;
 
 use std::collections::VecDeque;
-use std::path::Path;
 
 use otf2_sys as sys;
+use tracex_ir::io::OutputTarget;
 use tracex_ir::{
     Defs, Diagnostics, Error, Event, FlowBind, FlowPoint, FlowRole, Instant, Location, Result,
     Sample, Sink, Slice,
@@ -112,9 +112,19 @@ fn internal_error(msg: String) -> Error {
 }
 
 impl Exporter {
-    /// Starts an archive for `out` (see [`output::Layout`]), written in a temporary directory
-    /// beside it until `finish`.
-    pub fn create(out: &Path, opts: &ExportOptions) -> Result<Exporter> {
+    /// Starts an archive at `target` (see [`output::Layout`]), written in a temporary
+    /// directory beside it until `finish`. An archive is several files: standard output cannot
+    /// take one.
+    pub fn create(target: &OutputTarget, opts: &ExportOptions) -> Result<Exporter> {
+        let out = match target {
+            OutputTarget::Path(p) => p,
+            OutputTarget::Stdout => {
+                return Err(Error::Unsupported(
+                    "an OTF2 archive is several files and cannot be written to standard output"
+                        .into(),
+                ))
+            }
+        };
         let memory_profile = match &opts.memory_profile {
             Some(p) => Some(MemoryProfile::load(p)?),
             None => None,

@@ -7,6 +7,8 @@ use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
 use tracex_ir::{Num, Value};
 
+use std::path::Path;
+
 use super::*;
 
 /// A trace with threads, a GPU stream, an async track with overlaps, instants, counters,
@@ -45,7 +47,7 @@ pub(crate) fn export(mut t: Trace, out: &Path, opts: &ExportOptions) -> Result<T
     let mut routed = Sorter::new(OverlapRouter::new(MemSink::default()));
     t.replay(&mut routed)?;
     let events = routed.into_inner().into_inner().events;
-    let mut exp = Exporter::create(out, opts)?;
+    let mut exp = Exporter::create(&OutputTarget::Path(out.to_path_buf()), opts)?;
     for e in events {
         exp.event(&t.defs, &mut t.diag, e)?;
     }
@@ -102,7 +104,7 @@ fn memory_does_not_grow_with_the_trace() {
         let mut t = b.finish();
         // already in order, as a sorted importer delivers
         let mut exp = Exporter::create(
-            &dir.path().join(format!("m{steps}.otf2")),
+            &OutputTarget::Path(dir.path().join(format!("m{steps}.otf2"))),
             &ExportOptions::default(),
         )
         .unwrap();
@@ -127,8 +129,11 @@ fn dropped_without_finish_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut t = sample_trace();
     {
-        let mut exp =
-            Exporter::create(&dir.path().join("x.otf2"), &ExportOptions::default()).unwrap();
+        let mut exp = Exporter::create(
+            &OutputTarget::Path(dir.path().join("x.otf2")),
+            &ExportOptions::default(),
+        )
+        .unwrap();
         for e in t.events.clone().into_iter().take(3) {
             exp.event(&t.defs, &mut t.diag, e).unwrap();
         }
