@@ -10,27 +10,18 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use tracex_ir::defs::set_arg;
 use tracex_ir::kind::{classify, SliceKind};
 use tracex_ir::{
-    CounterValue, Defs, DiagKind, Diagnostics, Event, FlowBind, FlowId, FlowRole, Location,
-    ProcessId, ProcessKind, Result, Severity, Stage, TrackId, Value,
+    CounterValue, Defs, Diagnostics, Event, FlowBind, FlowId, FlowRole, Location, ProcessId,
+    ProcessKind, Result, Stage, TrackId, Value,
 };
 
-pub static CLIPPED: DiagKind = DiagKind {
-    name: "filter_clipped",
-    severity: Severity::Info,
-    help: "a slice crossed the edge of --time-range; it was clipped to the window and marked with tracex_clipped, tracex_original_ts and tracex_original_dur args",
-};
-pub static FLOW_CUT: DiagKind = DiagKind {
-    name: "filter_flow_cut",
-    severity: Severity::Info,
-    help: "a flow started inside the filtered trace but its end was filtered out; the start is kept without an end",
-};
-pub static COUNTER_CARRIED: DiagKind = DiagKind {
-    name: "filter_counter_carried",
-    severity: Severity::Info,
-    help: "a counter's last value before --time-range was repeated at the window start, so its level there is known",
-};
-
-pub static DIAGNOSTICS: &[&DiagKind] = &[&CLIPPED, &FLOW_CUT, &COUNTER_CARRIED];
+tracex_ir::kinds! {
+    CLIPPED = "filter_clipped", Info,
+        "a slice crossed the edge of --time-range; it was clipped to the window and marked with tracex_clipped, tracex_original_ts and tracex_original_dur args";
+    FLOW_CUT = "filter_flow_cut", Info,
+        "a flow started inside the filtered trace but its end was filtered out; the start is kept without an end";
+    COUNTER_CARRIED = "filter_counter_carried", Info,
+        "a counter's last value before --time-range was repeated at the window start, so its level there is known";
+}
 
 /// What passes.
 #[derive(Clone, Debug, Default)]

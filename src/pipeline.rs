@@ -4,25 +4,20 @@
 //! that the inputs line up on their clocks (or on their first events).
 
 use anyhow::Context;
+use tracex_ir::format::{Format, InputKind, Options};
 use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
 use tracex_ir::{
-    Defs, DiagKind, Diagnostics, Event, EventOrder, ImportCtx, Location, NamePriority, Severity,
-    Sink, Stage,
+    Defs, Diagnostics, Event, EventOrder, ImportCtx, Location, NamePriority, Sink, Stage,
 };
-
-use tracex_ir::format::{Format, InputKind, Options};
 
 use crate::filter::{Filter, FilterSpec};
 use crate::input::Input;
 
-pub static MERGE_UNALIGNED: DiagKind = DiagKind {
-    name: "merge_unaligned",
-    severity: Severity::Warning,
-    help: "merging inputs on their clocks, some input has no absolute clock origin (and its timestamps do not look like Unix time): it was lined up on its first event with the earliest input instead",
-};
-
-pub static DIAGNOSTICS: &[&DiagKind] = &[&MERGE_UNALIGNED];
+tracex_ir::kinds! {
+    MERGE_UNALIGNED = "merge_unaligned", Warning,
+        "merging inputs on their clocks, some input has no absolute clock origin (and its timestamps do not look like Unix time): it was lined up on its first event with the earliest input instead";
+}
 
 /// Timestamps above this (ns, about 1973) in an input without a clock origin are taken as Unix
 /// time: Kineto and CUPTI write epoch times without saying so.

@@ -36,7 +36,7 @@ pub fn run(diagnostics: bool) -> anyhow::Result<()> {
 
 /// Every diagnostic kind tracex can report: the IR's, the pipeline's and every format's.
 fn all_diagnostics() -> Vec<&'static DiagKind> {
-    let mut v: Vec<&'static DiagKind> = tracex_ir::diag::kinds::ALL.to_vec();
+    let mut v: Vec<&'static DiagKind> = tracex_ir::diag::kinds::DIAGNOSTICS.to_vec();
     v.extend_from_slice(crate::filter::DIAGNOSTICS);
     v.extend_from_slice(crate::pipeline::DIAGNOSTICS);
     for f in formats::formats() {

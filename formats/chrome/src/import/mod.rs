@@ -146,7 +146,7 @@ impl Importer {
                 if m.rounded {
                     self.note(ctx, &d::SUB_NS_ROUNDED);
                 }
-                Ok(m.ns)
+                Ok(m.value)
             }
             None => {
                 ctx.diag.record_detail(

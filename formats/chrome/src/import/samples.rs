@@ -174,7 +174,7 @@ pub fn parse_top_samples(text: &str) -> Result<Vec<TopSample>, String> {
                     .ts
                     .as_deref()
                     .and_then(|t| micros_to_ns(t.get()))
-                    .map(|m| m.ns),
+                    .map(|m| m.value),
                 sf: s.sf.as_deref().map(|r| frame_key(r.get())),
                 weight,
                 cpu: s.cpu,
@@ -292,7 +292,7 @@ impl V8Profiles {
             nodes: FxHashMap::default(),
         });
         if let Some(st) = data.start_time.as_deref() {
-            prof.time = micros_to_ns(st.get()).map(|m| m.ns);
+            prof.time = micros_to_ns(st.get()).map(|m| m.value);
         }
         let mut out = Vec::new();
         let Some(cp) = data.cpu_profile else {

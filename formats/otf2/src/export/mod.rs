@@ -29,7 +29,7 @@ use tracex_ir::{
 
 use crate::diag as d;
 use crate::ffi::{ArchiveWriter, AttrList, AttrValue};
-use crate::identity;
+use crate::identity::{self, Internal};
 use crate::memprofile::MemoryProfile;
 use crate::options::ExportOptions;
 use contexts::Contexts;
@@ -37,7 +37,6 @@ use flows::FlowLinks;
 use locations::Locations;
 use metrics::Metrics;
 use output::{Layout, Staging};
-pub(crate) use regions::Internal;
 use regions::{Attributes, Regions};
 use splitter::Pending;
 use strings::Strings;

@@ -13,9 +13,9 @@ use tracex_ir::{Arg, Args, Event, ImportCtx, Location, Num, StackId, StrId, Trac
 use super::defs::Otf2Defs;
 use super::mapping::{AttrMap, LocKind, Mapping};
 use crate::diag as d;
-use crate::export::Internal;
 use crate::ffi::reader::ParamVal;
 use crate::ffi::{AttrValue, Attrs, EventHandler, MetricVal, Result};
+use crate::identity::Internal;
 
 /// A region entered and not left yet.
 struct Open {

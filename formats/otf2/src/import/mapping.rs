@@ -15,9 +15,8 @@ use tracex_ir::{
 };
 
 use super::defs::Otf2Defs;
-use crate::export::Internal;
 use crate::ffi::AttrValue;
-use crate::identity::{self, TrackIdentity};
+use crate::identity::{self, Internal, TrackIdentity};
 
 /// How an attribute maps to the IR.
 #[derive(Clone, Copy, Debug)]
