@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Rebuilds the saved seed corpora (corpus/<target>/) from the project's own fixtures and small
-# generated inputs. Usage: fuzz/seeds.sh path/to/tracex   (run from anywhere; the repo root is
-# found from this script). Review and commit what changes; keep every file small.
+# generated inputs, beside the inputs saved from fuzzing runs.
+# Usage: fuzz/seeds.sh path/to/tracex   (from anywhere; the repo root is found from this
+# script). Review and commit what changes; keep every file small.
 set -euo pipefail
 tracex="$(realpath "$1")"
 cd "$(dirname "$0")/.."
 root="$PWD"
 c=fuzz/corpus
-rm -rf "$c"
+# Files already there stay: inputs saved from fuzzing runs (crashes fixed, reduced) are
+# regression tests too.
 mkdir -p "$c"/{chrome,chrome_gzip,folded,folded_extended,cupti,otf2,nsys}
 
 for f in fixtures/chrome/*.json fixtures/chrome/*.txt fixtures/otf2/*.json fixtures/demo/*.json; do
