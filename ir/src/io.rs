@@ -68,20 +68,19 @@ fn with_builder<T>(
 pub fn temp_dir_beside(dest: &Path) -> io::Result<PathBuf> {
     let dir = parent_dir(dest);
     remove_stale_temporaries(&dir);
+    // Created and registered under the registry's lock: an exit that removes the registered
+    // temporaries (it keeps the lock) cannot fall between the two.
+    let mut live = LIVE
+        .lock()
+        .map_err(|_| io::Error::other("temporaries registry poisoned"))?;
     let tmp = with_builder(dest, true, |b| b.tempdir_in(&dir))?.keep();
-    register(&tmp);
+    live.push(tmp.clone());
     Ok(tmp)
 }
 
 /// The temporaries this process has open: removed by [`remove_own_temporaries`] when the
 /// process must stop at once (a memory limit) without unwinding to their owners.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-fn register(p: &Path) {
-    if let Ok(mut v) = LIVE.lock() {
-        v.push(p.to_path_buf());
-    }
-}
 
 /// Forgets a temporary that was removed or renamed into place.
 pub fn unregister(p: &Path) {
@@ -181,8 +180,13 @@ impl AtomicFile {
     pub fn create(dest: &Path) -> io::Result<AtomicFile> {
         let dir = parent_dir(dest);
         remove_stale_temporaries(&dir);
+        // see temp_dir_beside: created and registered under the registry's lock
+        let mut live = LIVE
+            .lock()
+            .map_err(|_| io::Error::other("temporaries registry poisoned"))?;
         let (file, tmp) = with_builder(dest, false, |b| b.tempfile_in(&dir))?.into_parts();
-        register(&tmp);
+        live.push(tmp.to_path_buf());
+        drop(live);
         Ok(AtomicFile {
             tmp: Some(tmp),
             dest: dest.to_path_buf(),
