@@ -5,12 +5,16 @@ mod cmd;
 mod filter;
 mod formats;
 mod input;
+mod nsys_rep;
 mod pipeline;
 mod progress;
+mod split;
+mod term;
+mod version;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 /// Importers allocate many small argument lists and strings per event, often freed on another
 /// thread (the sorter's merge); mimalloc serves that pattern faster than glibc's allocator.
@@ -19,7 +23,14 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    // --color is known before clap parses, so that clap's errors are coloured as ours are
+    let color = term::color_from_args(std::env::args_os());
+    term::init(color);
+    let cli = cli::Cli::command()
+        .color(color.into())
+        .try_get_matches()
+        .and_then(|m| cli::Cli::from_arg_matches(&m))
+        .unwrap_or_else(|e| e.exit());
     let quiet = cli.quiet;
     let result = match &cli.command {
         // folders (or an output folder) make a batch, else one conversion
@@ -32,6 +43,8 @@ fn main() -> ExitCode {
         cli::Command::Dump(a) => cmd::dump::run(a, quiet),
         cli::Command::Stats(a) => cmd::stats::run(a, quiet),
         cli::Command::Formats { diagnostics } => cmd::formats::run(*diagnostics),
+        cli::Command::Completions { shell } => cmd::completions::completions(*shell),
+        cli::Command::Man { dir } => cmd::completions::man(dir.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -43,7 +56,7 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("tracex: error: {e:#}");
+            term::error(format_args!("{e:#}"));
             ExitCode::from(1)
         }
     }

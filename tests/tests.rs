@@ -11,4 +11,5 @@ mod modules;
 mod multi;
 mod nsys;
 mod otf2;
+mod ship;
 mod stats;
