@@ -9,7 +9,7 @@ want_browser=1
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 gzip time)
+pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 python3-venv binutils gzip time)
 [ "$want_browser" = 1 ] && pkgs+=(chromium)
 
 missing=()
@@ -31,6 +31,13 @@ fi
 if ! command -v inferno-flamegraph >/dev/null 2>&1; then
   echo "setup: installing inferno (cargo install, a few minutes)" >&2
   cargo install --quiet --locked inferno
+fi
+# maturin builds the Python wheel (pyproject.toml); the tests install that wheel into a fresh venv.
+MATURIN_VENV="${TRACEX_MATURIN_VENV:-$HOME/.cache/tracex/maturin}"
+if ! command -v maturin >/dev/null 2>&1 && [ ! -x "$MATURIN_VENV/bin/maturin" ]; then
+  echo "setup: installing maturin 1.x into $MATURIN_VENV (pip)" >&2
+  python3 -m venv "$MATURIN_VENV"
+  "$MATURIN_VENV/bin/pip" install --quiet 'maturin>=1.5,<2'
 fi
 # speedscope's web app, loaded headless by ../shared/tools/speedscope_check.sh in the tests.
 SPEEDSCOPE_DIR="${TRACEX_SPEEDSCOPE:-$HOME/.cache/tracex/speedscope}"

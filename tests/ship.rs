@@ -715,6 +715,211 @@ fn shards_are_disjoint_complete_and_identical_to_one_run() {
     .contains("--shard"));
 }
 
+/// Runs `cmd` in a user and mount namespace where every libotf2 shared library is hidden
+/// (bind-mounted over by an empty file): as on a machine without libotf2. `None` when
+/// unprivileged namespaces are not allowed here.
+fn without_libotf2(script: &str) -> Option<std::process::Output> {
+    let unshare = tool("unshare")?;
+    let probe = Command::new(&unshare).args(["-rm", "true"]).output().ok()?;
+    if !probe.status.success() {
+        return None;
+    }
+    let hide = "for f in /usr/lib/*/libopen-trace-format2.so* /usr/lib/*/libotf2*.so* /usr/lib/libotf2*.so* /usr/local/lib/libotf2*.so*; do [ -e \"$f\" ] && mount --bind /dev/null \"$f\"; done; ";
+    Some(
+        Command::new(unshare)
+            .args(["-rm", "sh", "-c"])
+            .arg(format!("{hide}{script}"))
+            .env("LD_LIBRARY_PATH", "")
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn release_archive_runs_without_libotf2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = std::env::var_os("TRACEX_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tracex")));
+    let out = Command::new(root().join("scripts/dist.sh"))
+        .env("TRACEX_BIN", &bin)
+        .env("TRACEX_DIST_DIR", dir.path())
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let archive = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let unpacked = dir.path().join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    let st = Command::new("tar")
+        .args(["-xzf", s(&archive), "-C", s(&unpacked)])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let top = std::fs::read_dir(&unpacked)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for f in [
+        "tracex",
+        "README.md",
+        "LICENSE-MIT",
+        "LICENSE-APACHE",
+        "complete/tracex.bash",
+        "complete/tracex.zsh",
+        "complete/tracex.fish",
+        "man/tracex.1",
+        "man/tracex-convert.1",
+    ] {
+        let p = top.join(f);
+        assert!(
+            std::fs::metadata(&p).is_ok_and(|m| m.len() > 0),
+            "{} missing from the archive",
+            f
+        );
+    }
+    let relocated = top.join("tracex");
+    let version = String::from_utf8(run_ok(&["--version"]).stdout).unwrap();
+    if !version.contains("+otf2") {
+        eprintln!("note: built without OTF2; the libotf2 independence is not checked");
+        return;
+    }
+    // the binary does not need libotf2 at load time
+    if let Some(readelf) = tool("readelf") {
+        let o = Command::new(readelf)
+            .arg("-d")
+            .arg(&relocated)
+            .output()
+            .unwrap();
+        let needed = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            !needed.contains("otf2") && !needed.contains("trace-format"),
+            "{needed}"
+        );
+    }
+    let otf2 = dir.path().join("t.otf2");
+    let script = format!(
+        "for f in /usr/lib/*/libopen-trace-format2.so*; do [ ! -s \"$f\" ] || exit 9; done; '{bin}' --quiet convert '{demo}' '{otf2}' && '{bin}' --quiet info '{otf2}' >/dev/null",
+        bin = relocated.display(),
+        demo = demo(),
+        otf2 = otf2.display()
+    );
+    // the namespace really hides libotf2: a program linked to it cannot start there
+    if let Some(print) = tool("otf2-print") {
+        let o = without_libotf2(&format!("'{}' --help", print.display()));
+        if let Some(o) = o {
+            assert!(!o.status.success(), "otf2-print started without libotf2");
+        }
+    }
+    match without_libotf2(&script) {
+        Some(o) => {
+            assert!(
+                o.status.success(),
+                "without libotf2: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            eprintln!("release archive: converted to OTF2 with libotf2 hidden");
+        }
+        None => {
+            eprintln!(
+                "note: no unprivileged namespaces here; ran with an empty LD_LIBRARY_PATH only"
+            );
+            let o = Command::new(&relocated)
+                .args(["--quiet", "convert", &demo(), s(&otf2)])
+                .env("LD_LIBRARY_PATH", "")
+                .output()
+                .unwrap();
+            succeeded(&o);
+        }
+    }
+    // the OTF2 written without libotf2 installed reads back as the demo's events
+    let a = dump(&otf2);
+    assert!(a.lines().count() > 10, "{a}");
+}
+
+/// maturin: `$TRACEX_MATURIN`, on PATH, or where scripts/setup.sh installs it.
+fn maturin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TRACEX_MATURIN") {
+        return Some(PathBuf::from(p));
+    }
+    tool("maturin").or_else(|| {
+        let venv = std::env::var_os("TRACEX_MATURIN_VENV")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/tracex/maturin"))
+            })?;
+        Some(venv.join("bin/maturin")).filter(|p| p.is_file())
+    })
+}
+
+/// The wheel (`pip install`) as a Python user gets it: built by maturin from pyproject.toml,
+/// installed into a fresh venv, its `tracex` command converting the bundled example.
+#[test]
+fn wheel_installs_into_a_fresh_venv_and_converts() {
+    let Some(maturin) = maturin() else {
+        eprintln!("note: maturin not installed (scripts/setup.sh installs it); wheel not checked");
+        return;
+    };
+    let Some(python) = tool("python3") else {
+        eprintln!("note: python3 missing; wheel not checked");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let wheels = dir.path().join("wheels");
+    // the release profile of `make test`'s build: maturin reuses it
+    let out = Command::new(&maturin)
+        .args(["build", "--release", "--locked", "--quiet", "--out"])
+        .arg(&wheels)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "maturin build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wheel = std::fs::read_dir(&wheels)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .expect("a wheel");
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with(&format!("tracex_convert-{}-", env!("CARGO_PKG_VERSION"))),
+        "{name}"
+    );
+    let venv = dir.path().join("venv");
+    let st = Command::new(python)
+        .arg("-m")
+        .arg("venv")
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "--no-index"])
+        .arg(&wheel)
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let installed = venv.join("bin/tracex");
+    assert!(installed.is_file(), "no tracex in the venv");
+    let json = dir.path().join("demo.json");
+    let out = Command::new(&installed)
+        .args(["--quiet", "convert", &demo(), s(&json), "--json"])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["conversions"][0]["output"]["format"], "chrome");
+    // the same events as the binary under test writes
+    let direct = dir.path().join("direct.json");
+    run_ok(&["convert", &demo(), s(&direct)]);
+    assert_eq!(phases(&json), phases(&direct));
+    eprintln!("wheel: {name} installed and converted the demo");
+}
+
 /// Every published crate has what crates.io asks for, and depends on its siblings by version
 /// as well as path (`cargo package --workspace` is the full check).
 #[test]
