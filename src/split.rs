@@ -7,8 +7,9 @@
 //!
 //! By duration the cuts are known in advance and events stream through. By size the cut is
 //! where the chunk's estimated size reaches the target, so a chunk's events are held until it
-//! is full (memory: about one chunk); the estimate is the bytes per event of the chunks
-//! written so far (the first assumes 200 bytes per event).
+//! is full (memory: about one chunk); the estimate is the bytes per unit of the chunks written
+//! so far (the first assumes 2 bytes per unit); the units estimate each event's bytes
+//! from its arguments and, for samples, the stack frames new to the chunk with their names.
 
 use std::path::{Path, PathBuf};
 
@@ -18,8 +19,8 @@ use tracex_ir::defs::set_arg;
 use tracex_ir::format::{Format, Options};
 use tracex_ir::io::OutputTarget;
 use tracex_ir::{
-    CounterId, CounterValue, Defs, Diagnostics, Event, FlowId, FlowRole, Location, Result, Sink,
-    Slice, StrId, Value,
+    CounterId, CounterValue, Defs, Diagnostics, Event, FlowId, FlowRole, Location, Result, Sample,
+    Sink, Slice, StackId, StrId, Value,
 };
 
 tracex_ir::kinds! {
@@ -116,6 +117,10 @@ struct Chunk {
     /// Events held until the cut (by size).
     held: Vec<Event>,
     flows: FxHashSet<FlowId>,
+    /// By size: the chunk's weight so far (see [`Splitter::weigh`]) and the stack nodes its
+    /// samples use, which an output writes once per chunk (Chrome `stackFrames`).
+    units: u64,
+    stack_nodes: FxHashSet<StackId>,
 }
 
 pub struct Splitter<'a> {
@@ -134,6 +139,8 @@ pub struct Splitter<'a> {
     written: Vec<PathBuf>,
     bytes: u64,
     events: u64,
+    /// The weight of the chunks written, for bytes per unit (by size).
+    units: u64,
     committed: bool,
 }
 
@@ -160,6 +167,7 @@ impl<'a> Splitter<'a> {
             written: Vec::new(),
             bytes: 0,
             events: 0,
+            units: 0,
             committed: false,
         }
     }
@@ -195,6 +203,8 @@ impl<'a> Splitter<'a> {
             events: 0,
             held: Vec::new(),
             flows: FxHashSet::default(),
+            units: 0,
+            stack_nodes: FxHashSet::default(),
         });
         if self.written.len() > 1 {
             let mut carried: Vec<CounterValue> = self.counters.values().copied().collect();
@@ -225,6 +235,7 @@ impl<'a> Splitter<'a> {
         let mut chunk = self.chunk.take().expect("open");
         chunk.sink.finish(defs, diag)?;
         self.events += chunk.events;
+        self.units += chunk.units;
         self.bytes += self
             .written
             .last()
@@ -287,15 +298,46 @@ impl<'a> Splitter<'a> {
         set_arg(&mut s.args, self.marks.split, Value::str(how));
     }
 
-    /// Bytes a chunk may reach before it is cut, in events (by size).
-    fn events_per_chunk(&self, target: u64) -> u64 {
-        let per_event = if self.events > 0 && self.bytes > 0 {
-            self.bytes as f64 / self.events as f64
+    /// Bytes a chunk may reach before it is cut, in units (by size).
+    fn units_per_chunk(&self, target: u64) -> u64 {
+        let per_unit = if self.units > 0 && self.bytes > 0 {
+            self.bytes as f64 / self.units as f64
         } else {
-            200.0
+            2.0
         };
         // a margin for events larger than the average so far
-        ((target as f64 * 0.9 / per_event) as u64).max(1)
+        ((target as f64 * 0.9 / per_unit) as u64).max(1)
+    }
+
+    /// What `e` adds to the open chunk's size, in units of about a byte before calibration
+    /// (the bytes per unit of the chunks written correct it per format): a bare event, its
+    /// arguments, and for a sample the stack nodes the chunk has not used yet with their names
+    /// (a chunk's frames are written once in it; deep new stacks of long C++ or Julia names
+    /// would otherwise make a chunk far larger than its event count says).
+    fn weigh(&mut self, defs: &Defs, e: &Event) -> u64 {
+        let Some(chunk) = self.chunk.as_mut() else {
+            return 1;
+        };
+        let mut units = 100
+            + 40 * match e {
+                Event::Slice(s) => s.args.len() as u64,
+                Event::Instant(i) => i.args.len() as u64,
+                _ => 0,
+            };
+        if let Event::Sample(Sample { stack: Some(s), .. }) = e {
+            let mut cur = Some(*s);
+            while let Some(id) = cur {
+                if !chunk.stack_nodes.insert(id) {
+                    break;
+                }
+                let node = defs.stacks.node(id);
+                let name = node.map_or(0, |n| defs.str(defs.stacks.frame(n.frame).name).len());
+                units += 40 + name as u64;
+                cur = node.and_then(|n| n.parent);
+            }
+        }
+        chunk.units += units;
+        units
     }
 }
 
@@ -322,17 +364,18 @@ impl Sink for Splitter<'_> {
                 self.forward(defs, diag, e)
             }
             SplitBy::Size(target) => {
-                let limit = self.events_per_chunk(target);
+                let limit = self.units_per_chunk(target);
                 if let Some(c) = &self.chunk {
                     let last = c.held.last().map(|h| h.ts());
                     // cut only between different times, so no part is empty
-                    if c.held.len() as u64 + c.events >= limit && last.is_some_and(|l| ts > l) {
+                    if c.units >= limit && last.is_some_and(|l| ts > l) {
                         self.close(defs, diag, ts)?;
                     }
                 }
                 if self.chunk.is_none() {
                     self.open(defs, diag, ts, None)?;
                 }
+                self.weigh(defs, &e);
                 self.forward(defs, diag, e)
             }
         }

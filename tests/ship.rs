@@ -623,6 +623,32 @@ fn split_by_duration_and_size_writes_self_contained_chunks() {
         x += phases(Path::new(p)).get("X").copied().unwrap_or(0);
     }
     assert!(x >= whole_ph["X"]);
+    // nsys exports with CPU samples: a chunk's new stack frames count in its size
+    let mut n = 0;
+    for f in corpus_files("nsys")
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "sqlite"))
+    {
+        let out = dir.path().join(format!("nsys{n}.json"));
+        let o = tracex()
+            .args(["convert", s(&f), s(&out), "--split-by", "300k", "--json"])
+            .output()
+            .unwrap();
+        if !o.status.success() {
+            continue;
+        }
+        let sum: Value = serde_json::from_slice(&o.stdout).unwrap();
+        for c in sum["conversions"][0]["output"]["files"].as_array().unwrap() {
+            let len = std::fs::metadata(c.as_str().unwrap()).unwrap().len();
+            assert!(
+                len < 300 * 1024 * 3 / 2,
+                "{}: {c} has {len} bytes",
+                f.display()
+            );
+        }
+        n += 1;
+    }
+    eprintln!("split-by size: checked {n} nsys exports of the corpus");
     // a failed split leaves no chunk; existing chunks are refused without --force
     let err = run_err(&["convert", &demo(), s(&base), "--split-by", "2ms"]);
     assert!(err.contains("exists"), "{err}");
