@@ -110,10 +110,22 @@ fn completions_and_man_pages_cover_every_subcommand() {
         std::fs::write(&script, run_ok(&["completions", "bash"]).stdout).unwrap();
         let out = Command::new("bash")
             .arg("-c")
-            .arg(format!(". {} && complete -p tracex", script.display()))
+            // bash completes `tracex conv` to convert and `tracex convert --spl` to --split-by
+            .arg(format!(
+                ". {} && complete -p tracex >/dev/null \
+                 && COMP_WORDS=(tracex conv) COMP_CWORD=1 && _tracex tracex conv tracex \
+                 && echo \"${{COMPREPLY[@]}}\" \
+                 && COMP_WORDS=(tracex convert --spl) COMP_CWORD=2 && _tracex tracex --spl convert \
+                 && echo \"${{COMPREPLY[@]}}\"",
+                script.display()
+            ))
             .output()
             .unwrap();
         succeeded(&out);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "convert\n--split-by\n"
+        );
     }
     let page = String::from_utf8(run_ok(&["man"]).stdout).unwrap();
     assert!(page.contains(".TH tracex 1"), "{page}");
