@@ -12,7 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # valgrind: the FFI tests (scripts/valgrind.sh); gcc-aarch64-linux-gnu, libc6-dev-arm64-cross: the
 # aarch64 check of the
 # OTF2 bindings and their C shim.
-pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 gzip time valgrind libc6-dev-arm64-cross
+pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 python3-venv binutils gzip time valgrind libc6-dev-arm64-cross
       gcc-aarch64-linux-gnu)
 [ "$want_browser" = 1 ] && pkgs+=(chromium)
 
@@ -49,6 +49,13 @@ if command -v rustup >/dev/null 2>&1 \
   echo "setup: adding the aarch64-unknown-linux-gnu target (rustup)" >&2
   rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1 \
     || echo "setup: could not add aarch64-unknown-linux-gnu; the cross check will be skipped" >&2
+fi
+# maturin builds the Python wheel (pyproject.toml); the tests install that wheel into a fresh venv.
+MATURIN_VENV="${TRACEX_MATURIN_VENV:-$HOME/.cache/tracex/maturin}"
+if ! command -v maturin >/dev/null 2>&1 && [ ! -x "$MATURIN_VENV/bin/maturin" ]; then
+  echo "setup: installing maturin 1.x into $MATURIN_VENV (pip)" >&2
+  python3 -m venv "$MATURIN_VENV"
+  "$MATURIN_VENV/bin/pip" install --quiet 'maturin>=1.5,<2'
 fi
 # speedscope's web app, loaded headless by ../shared/tools/speedscope_check.sh in the tests.
 SPEEDSCOPE_DIR="${TRACEX_SPEEDSCOPE:-$HOME/.cache/tracex/speedscope}"

@@ -38,11 +38,20 @@ pub struct Input {
     reader: Option<Box<dyn Read>>,
     /// Keeps the temporary copy made by `file_path` alive.
     spool: Option<tempfile::NamedTempFile>,
+    /// Keeps the SQLite export of an Nsight Systems report alive.
+    _export: Option<crate::nsys_rep::Exported>,
     pub progress: Arc<Progress>,
 }
 
 impl Input {
     pub fn open(arg: &str) -> anyhow::Result<Input> {
+        if crate::nsys_rep::is_report(arg) {
+            let exported = crate::nsys_rep::export(arg)?;
+            let mut input = Input::open(&exported.sqlite.to_string_lossy())?;
+            input.display = arg.to_string();
+            input._export = Some(exported);
+            return Ok(input);
+        }
         let progress = Arc::new(Progress::new());
         let (path, raw): (Option<PathBuf>, Box<dyn Read>) = if arg == "-" {
             (None, Box::new(io::stdin()))
@@ -59,6 +68,7 @@ impl Input {
                     head: Vec::new(),
                     reader: None,
                     spool: None,
+                    _export: None,
                     progress,
                 });
             }
@@ -99,6 +109,7 @@ impl Input {
             head,
             reader: Some(reader),
             spool: None,
+            _export: None,
             progress,
         })
     }

@@ -12,4 +12,5 @@ mod modules;
 mod multi;
 mod nsys;
 mod otf2;
+mod ship;
 mod stats;

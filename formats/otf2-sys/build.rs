@@ -83,6 +83,24 @@ fn header(found: &Found) -> Option<PathBuf> {
         .find(|h| h.is_file())
 }
 
+/// The directory holding `libopen-trace-format2.a`: a found library directory, or the
+/// system's (pkg-config names none for a library in a default directory).
+fn static_archive(found: &Found) -> Option<PathBuf> {
+    let system = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+    ];
+    found
+        .lib
+        .iter()
+        .cloned()
+        .chain(system.iter().map(PathBuf::from))
+        .find(|d| d.join("libopen-trace-format2.a").is_file())
+}
+
 /// `OTF2_VERSION_MAJOR` from the headers found.
 fn major_version(otf2_h: &Path) -> Option<u32> {
     let defs = otf2_h.with_file_name("OTF2_GeneralDefinitions.h");
@@ -193,7 +211,18 @@ fn main() {
         println!("cargo:rustc-link-search=native={}", l.display());
     }
     // libopen-trace-format2 is the real library; libotf2 is only a compatibility symlink.
-    println!("cargo:rustc-link-lib=dylib=open-trace-format2");
+    // Linked statically when its archive is there (Debian ships it), so the binary runs on
+    // machines without libotf2; OTF2_STATIC=0 links the shared library instead.
+    println!("cargo:rerun-if-env-changed=OTF2_STATIC");
+    let kind = match static_archive(&found) {
+        Some(dir) if env::var("OTF2_STATIC").as_deref() != Ok("0") => {
+            println!("cargo:rustc-link-search=native={}", dir.display());
+            "static"
+        }
+        _ => "dylib",
+    };
+    println!("cargo:rustc-link-lib={kind}=open-trace-format2");
+    println!("cargo:rustc-env=OTF2_SYS_LINK_KIND={kind}");
 
     let mut builder = bindgen::Builder::default()
         .header("wrapper.h")
