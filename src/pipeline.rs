@@ -4,7 +4,7 @@
 //! that the inputs line up on their clocks (or on their first events).
 
 use anyhow::Context;
-use tracex_ir::nest::OverlapRouter;
+use tracex_ir::nest::{FlowBinder, OverlapRouter};
 use tracex_ir::order::Sorter;
 use tracex_ir::{
     Defs, DiagKind, Event, EventOrder, ImportCtx, Location, NamePriority, Severity, Sink,
@@ -49,7 +49,7 @@ pub fn needs_sort(sources: &[Source]) -> bool {
     sources.len() > 1 || sources.iter().any(|s| s.format.order != EventOrder::Sorted)
 }
 
-type Tail<'a> = OverlapRouter<Box<dyn Sink + 'a>>;
+type Tail<'a> = OverlapRouter<FlowBinder<Box<dyn Sink + 'a>>>;
 
 /// The stages in front of a sink, which they borrow: the caller reads its sink afterwards.
 pub enum Chain<'a> {
@@ -65,7 +65,7 @@ impl<'a> Chain<'a> {
         } else {
             Box::new(Filter::new(sink, filter))
         };
-        let routed = OverlapRouter::new(filtered);
+        let routed = OverlapRouter::new(FlowBinder::new(filtered));
         if sort {
             Chain::Sorted(Sorter::with_budget(routed, mem_budget))
         } else {

@@ -111,20 +111,64 @@ pub fn check_flamegraph(path: &Path) -> bool {
         path.display(),
         out.status
     );
-    let svg = String::from_utf8_lossy(&out.stdout);
-    let all = svg
-        .split("<title>all (")
-        .nth(1)
-        .and_then(|t| t.split(" samples").next())
-        .unwrap_or_else(|| panic!("no total in the SVG of {}", path.display()))
-        .replace(',', "");
     assert_eq!(
-        all.parse::<i64>().unwrap(),
+        svg_total(&String::from_utf8_lossy(&out.stdout), path),
         total,
         "inferno's total for {} differs from the sum of the counts",
         path.display()
     );
+    if let Some(fg) = flamegraph_pl() {
+        let out = std::process::Command::new("perl")
+            .arg(fg)
+            .arg(path)
+            .output()
+            .expect("run flamegraph.pl");
+        assert!(
+            out.status.success(),
+            "flamegraph.pl on {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            svg_total(&String::from_utf8_lossy(&out.stdout), path),
+            total,
+            "flamegraph.pl's total for {} differs from the sum of the counts",
+            path.display()
+        );
+    }
     true
+}
+
+/// The total a flame graph SVG shows on its root frame (`all (1,234 samples, 100%)`).
+fn svg_total(svg: &str, path: &Path) -> i64 {
+    svg.split("<title>all (")
+        .nth(1)
+        .and_then(|t| t.split(" samples").next())
+        .unwrap_or_else(|| panic!("no total in the SVG of {}", path.display()))
+        .replace(',', "")
+        .parse()
+        .expect("a number")
+}
+
+/// Brendan Gregg's flamegraph.pl, when installed: `$FLAMEGRAPH_PL`, else on PATH. It is
+/// third-party and in no package registry tracex installs from, so setup cannot install it;
+/// the check says once why it is skipped.
+pub fn flamegraph_pl() -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("FLAMEGRAPH_PL")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_file())
+        .or_else(|| tool("flamegraph.pl"))
+        .filter(|_| tool("perl").is_some());
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if found.is_none() {
+        SAID.call_once(|| {
+            eprintln!(
+                "skipped: flamegraph.pl checks: flamegraph.pl is not installed (set FLAMEGRAPH_PL \
+                 or put it on PATH; no package registry setup uses carries it)"
+            )
+        });
+    }
+    found
 }
 
 /// The lines inferno reads from a folded input (its own rules, restated): trimmed, not blank

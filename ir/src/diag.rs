@@ -174,12 +174,24 @@ pub mod kinds {
         severity: Severity::Warning,
         help: "a slice was begun but its end is not in the input; it is kept as an open slice (exporters that need an end close it at the end of the trace)",
     };
+    pub static FLOW_ID_RENUMBERED: DiagKind = DiagKind {
+        name: "flow_id_renumbered",
+        severity: Severity::Info,
+        help: "a flow's id from the input was already taken by another flow of the trace (an id its producer reused, or the same id in two merged inputs); the flow got a new id from 2^32 up, every other flow kept its own",
+    };
+    pub static FLOW_END_FIRST_AT_SAME_TIME: DiagKind = DiagKind {
+        name: "flow_end_first_at_same_time",
+        severity: Severity::Info,
+        help: "a flow's end came before its start in the file, both at the same timestamp (Kineto writes some); they were paired as one flow",
+    };
 
     pub static ALL: &[&DiagKind] = &[
         &SLICE_PARTIAL_OVERLAP,
         &ASYNC_OVERLAP_LANE,
         &SLICE_NEGATIVE_DURATION,
         &OPEN_SLICE,
+        &FLOW_ID_RENUMBERED,
+        &FLOW_END_FIRST_AT_SAME_TIME,
     ];
 }
 

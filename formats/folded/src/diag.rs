@@ -42,7 +42,7 @@ kinds! {
     ZERO_WEIGHT = "folded_zero_weight", Info,
         "a stack's total weight was 0 (or below one unit of --weight); it was not written";
     FRAME_RENAMED = "folded_frame_renamed", Warning,
-        "a frame name contained ';' or a line break, which would change the stack when read back; they were replaced by ':' and ' '";
+        "a frame name contained ';' or a line break, which would change the stack when read back, or a stack's first frame began with '#', which makes folded readers (inferno, tracex) skip the line as a comment; they were replaced by ':', ' ' and '＃' (U+FF03)";
     NOT_FOLDED = "folded_events_not_in_view", Info,
         "events that the chosen view (--fold) does not fold were left out: slices when folding samples, samples when folding timelines, CPU samples that were not caught at a launch in the GPU view";
     NON_THREAD_SLICES = "folded_non_thread_slices", Info,

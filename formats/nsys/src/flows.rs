@@ -18,9 +18,10 @@ use crate::plan::{order_by, Kind, Query, StreamDef};
 use crate::spool::Spool;
 
 /// The GPU columns a launch reads to know that its GPU row will be emitted (the ones
-/// [`Importer::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass):
-/// `start` … `globalPid`, the head of [`COMMON`].
-const GPU_COLUMNS: &[&str] = COMMON.split_at(6).0;
+/// [`Importer::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass) and
+/// the correlation id (the flow's id, as Kineto's): `start` … `correlationId`, the head of
+/// [`COMMON`].
+const GPU_COLUMNS: &[&str] = COMMON.split_at(7).0;
 
 /// Columns of a launch row: r.rowid, r.start, r.globalTid, g.rowid, then [`GPU_COLUMNS`].
 pub const LAUNCH_COLUMNS: usize = 4 + GPU_COLUMNS.len();
@@ -126,6 +127,12 @@ impl Importer<'_> {
         ) else {
             return Ok(None);
         };
+        let _ = c.opt_int("globalPid");
+        let correlation = c
+            .opt_int("correlationId")
+            .ok()
+            .flatten()
+            .and_then(|v| u64::try_from(v).ok());
         let track = self.ids.thread(defs, &self.strings, gtid);
         Ok(Some((
             Event::Flow(FlowPoint {
@@ -141,6 +148,7 @@ impl Importer<'_> {
                 src,
                 grow,
                 gpu_start,
+                correlation,
             },
         )))
     }

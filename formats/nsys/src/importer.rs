@@ -39,6 +39,8 @@ pub enum Hook {
         src: u8,
         grow: i64,
         gpu_start: i64,
+        /// The flow's id when it is unique: the launch's correlation id.
+        correlation: Option<u64>,
     },
     /// An NVTX push/pop range (for the NVTX names of kernels launched inside it); `emit` false
     /// when the range itself is not wanted in the output.
@@ -290,6 +292,7 @@ impl<'c> Importer<'c> {
                 src,
                 grow,
                 gpu_start,
+                correlation,
             } => {
                 let Event::Flow(f) = &mut event else {
                     return None;
@@ -304,7 +307,15 @@ impl<'c> Importer<'c> {
                         .record(&d::DUPLICATE_CORRELATION, crate::gpu::location(src, grow));
                     return None;
                 }
-                f.id = defs.new_flow_id();
+                // the correlation id, as Kineto's flows have it, unless another process used it
+                let (id, renumbered) = defs.flow_id(correlation);
+                if renumbered {
+                    defs.diag.record(
+                        &tracex_ir::diag::kinds::FLOW_ID_RENUMBERED,
+                        crate::gpu::location(src, grow),
+                    );
+                }
+                f.id = id;
                 let nvtx = if self.opts.activities.contains(crate::Activity::NvtxKernel)
                     && src == crate::gpu::SRC_KERNEL
                 {

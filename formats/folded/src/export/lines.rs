@@ -85,6 +85,9 @@ fn sanitize(name: &str) -> Cow<'_, str> {
     }
 }
 
+/// Written instead of a `#` that would begin a line: the fullwidth number sign.
+const COMMENT_LOOKALIKE: char = '\u{ff03}';
+
 /// What was written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Written {
@@ -118,7 +121,15 @@ pub fn write(
             if matches!(s, Cow::Owned(_)) {
                 renamed += 1;
             }
-            text.push_str(&s);
+            // a line that begins with '#' is a comment to every folded reader
+            match s.strip_prefix('#') {
+                Some(rest) if i == 0 => {
+                    renamed += 1;
+                    text.push(COMMENT_LOOKALIKE);
+                    text.push_str(rest);
+                }
+                _ => text.push_str(&s),
+            }
         }
         lines.push((text, w, before));
     }
@@ -182,5 +193,20 @@ mod tests {
         assert_eq!(r, Written { lines: 3, total: 7 });
         assert_eq!(defs.diag.count("folded_frame_renamed"), 1);
         assert_eq!(defs.diag.count("folded_zero_weight"), 1);
+    }
+
+    #[test]
+    fn a_line_never_begins_with_a_comment_sign() {
+        let mut defs = Defs::new();
+        let mut tree = Tree::default();
+        let [hash, b] = ["# TensorsToDeviceModule #", "#b"].map(|s| defs.intern(s));
+        let mut w = Weights::default();
+        w.add(tree.extend(None, [hash, b]).unwrap(), 412_507);
+        let mut out = Vec::new();
+        write(&tree, &w, &mut defs, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, "\u{ff03} TensorsToDeviceModule #;#b 412507\n");
+        assert!(!text.starts_with('#'));
+        assert_eq!(defs.diag.count("folded_frame_renamed"), 1);
     }
 }
