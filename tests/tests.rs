@@ -3,6 +3,7 @@
 mod common;
 
 mod chrome;
+mod chrome_output;
 mod cli;
 mod cupti;
 mod filters;
