@@ -2,6 +2,8 @@
 
 mod common;
 
+mod analysers;
+
 mod chrome;
 mod chrome_output;
 mod cli;
@@ -12,3 +14,5 @@ mod multi;
 mod nsys;
 mod otf2;
 mod stats;
+mod trace_processor;
+mod viewers;
