@@ -5,7 +5,7 @@ use std::hash::Hash;
 use rustc_hash::FxHashMap;
 
 use crate::defs::Defs;
-use crate::diag::{kinds, Location};
+use crate::diag::{kinds, Diagnostics, Location};
 use crate::event::{FlowBind, FlowId, FlowPoint, FlowRole, Slice};
 use crate::model::TrackId;
 use crate::strings::StrId;
@@ -128,7 +128,7 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
 
     /// Pairs everything pushed so far. Each flow keeps the id of its start where the input gave
     /// one and no other flow has it; the others get new ids from `defs`.
-    pub fn pair(self, defs: &mut Defs) -> FlowPairing {
+    pub fn pair(self, defs: &mut Defs, diag: &mut Diagnostics) -> FlowPairing {
         let source_ids = self.source_ids;
         let mut points: Vec<(K, u64, Option<PendingFlowPoint>)> = self
             .points
@@ -186,7 +186,7 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
         rest.sort_by_key(|(_, c)| (c[0].ts, c[0].track));
         chains.extend(rest);
         if let Some(at) = end_first.1 {
-            defs.diag.record_n(
+            diag.record_n(
                 &kinds::FLOW_END_FIRST_AT_SAME_TIME,
                 end_first.0,
                 at,
@@ -200,8 +200,7 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
             if chain.len() >= 2 && src.is_some() {
                 let (id, renumbered) = defs.flow_id(*src);
                 if renumbered {
-                    defs.diag
-                        .record(&kinds::FLOW_ID_RENUMBERED, chain[0].location.clone());
+                    diag.record(&kinds::FLOW_ID_RENUMBERED, chain[0].location.clone());
                 }
                 ids[i] = Some(id);
             }
@@ -282,7 +281,7 @@ mod tests {
         p.push("c", pt(FlowRole::Start, 1)); // no end
         p.push("a", pt(FlowRole::Start, 30)); // id reused after its end
         p.push("a", pt(FlowRole::Step, 35));
-        let r = p.pair(&mut d);
+        let r = p.pair(&mut d, &mut Diagnostics::default());
         assert_eq!(r.flows, 2);
         assert_eq!(r.end_without_start.0, 1);
         assert_eq!(r.start_without_end.0, 1);
@@ -302,6 +301,7 @@ mod tests {
     #[test]
     fn end_before_its_start_at_the_same_time_pairs() {
         let mut d = Defs::new();
+        let mut diag = Diagnostics::default();
         let mut p = FlowPairer::default();
         // Kineto writes some `f` before their `s` at the same timestamp
         p.push("a", pt(FlowRole::End, 10));
@@ -309,18 +309,19 @@ mod tests {
         // a real orphan end at the same time as an unrelated start stays an orphan
         p.push("b", pt(FlowRole::End, 10));
         p.push("c", pt(FlowRole::Start, 10));
-        let r = p.pair(&mut d);
+        let r = p.pair(&mut d, &mut diag);
         assert_eq!(r.flows, 1);
         assert_eq!(r.end_without_start.0, 1);
         assert_eq!(r.start_without_end.0, 1);
         let roles: Vec<_> = r.points.iter().map(|p| p.role).collect();
         assert_eq!(roles, vec![FlowRole::Start, FlowRole::End]);
-        assert_eq!(d.diag.count("flow_end_first_at_same_time"), 1);
+        assert_eq!(diag.count("flow_end_first_at_same_time"), 1);
     }
 
     #[test]
     fn source_ids_are_kept_unless_taken() {
         let mut d = Defs::new();
+        let mut diag = Diagnostics::default();
         let mut p = FlowPairer::default();
         for (key, id, ts) in [("a", 7, 0), ("b", 3, 1), ("a", 7, 5)] {
             p.push_with_id(key, Some(id), pt(FlowRole::Start, ts));
@@ -328,19 +329,19 @@ mod tests {
         }
         p.push("x", pt(FlowRole::Start, 20));
         p.push("x", pt(FlowRole::End, 21));
-        let r = p.pair(&mut d);
+        let r = p.pair(&mut d, &mut diag);
         let ids: Vec<u64> = r.points.iter().step_by(2).map(|p| p.id.0).collect();
         // the second flow with id 7 is renumbered above 2^32; the id-less one gets a fresh id
         // that is neither 3 nor 7
         assert_eq!(&ids[..2], &[7, 3]);
         assert!(ids[2] > 1 << 32);
         assert!(![3, 7].contains(&ids[3]));
-        assert_eq!(d.diag.count("flow_id_renumbered"), 1);
+        assert_eq!(diag.count("flow_id_renumbered"), 1);
         // a second input with the same ids is renumbered too
         let mut p2 = FlowPairer::default();
         p2.push_with_id("a", Some(3), pt(FlowRole::Start, 0));
         p2.push_with_id("a", Some(3), pt(FlowRole::End, 1));
-        let r2 = p2.pair(&mut d);
+        let r2 = p2.pair(&mut d, &mut diag);
         assert_ne!(r2.points[0].id.0, 3);
     }
 }

@@ -1,6 +1,6 @@
 //! JSON text of values, arguments and ids, appended to a byte buffer.
 
-use tracex_ir::{Args, Defs, Location, TrackId, TrackKind, Value};
+use tracex_ir::{Args, Defs, Diagnostics, Location, TrackId, TrackKind, Value};
 
 use crate::diag as d;
 
@@ -65,24 +65,38 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value) -> bool {
     true
 }
 
-/// Appends `{"key":value,...}`; counts values that cannot be written.
-pub fn write_args(out: &mut Vec<u8>, defs: &mut Defs, args: &Args) {
+/// Appends `{"key":value,...}` of `args` and then `extra`; counts values that cannot be
+/// written.
+pub fn write_args(
+    out: &mut Vec<u8>,
+    defs: &Defs,
+    diag: &mut Diagnostics,
+    args: &Args,
+    extra: &[(&str, Value)],
+) {
     out.push(b'{');
     let mut bad = 0;
-    for (i, a) in args.iter().enumerate() {
+    let all = args
+        .iter()
+        .map(|a| (defs.str(a.key), &a.value))
+        .chain(extra.iter().map(|(k, v)| (*k, v)));
+    for (i, (key, value)) in all.enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        push_str(out, defs.str(a.key));
+        push_str(out, key);
         out.push(b':');
-        if !write_value(out, &a.value) {
+        if !write_value(out, value) {
             bad += 1;
         }
     }
     out.push(b'}');
-    for _ in 0..bad {
-        defs.diag.record(&d::EXPORT_NON_FINITE, Location::Nowhere);
-    }
+    diag.record_n(
+        &d::EXPORT_NON_FINITE,
+        bad,
+        Location::Nowhere,
+        None::<String>,
+    );
 }
 
 /// Args of a metadata record: JSON objects as they are, other values wrapped as `{"value": v}`.

@@ -6,7 +6,7 @@
 //! a Kineto trace comes out as it went in.
 
 use tracex_ir::kind::{classify, SliceKind};
-use tracex_ir::{Arg, Args, Defs, StrId, TrackKind, Value};
+use tracex_ir::{Args, Defs, StrId, TrackKind, Value};
 
 /// Kineto's name and category of the flow from a CUDA API call to the GPU work it launched.
 pub const FLOW: &str = "ac2g";
@@ -36,56 +36,46 @@ fn has(defs: &Defs, args: &Args, key: &str) -> bool {
     args.iter().any(|a| defs.str(a.key) == key)
 }
 
-fn push(defs: &mut Defs, args: &mut Args, key: &str, value: Value) {
-    let key = defs.intern(key);
-    args.push(Arg { key, value });
+/// What `--kineto` changes on a slice: its category, and args appended to its own.
+pub struct KinetoSlice {
+    pub cat: Option<&'static str>,
+    pub extra: Vec<(&'static str, Value)>,
 }
 
 /// The category and args to write for a slice in Kineto's terms, or `None` when the slice is
 /// written as it is.
 pub fn slice(
-    defs: &mut Defs,
+    defs: &Defs,
     track: TrackKind,
     cat: Option<StrId>,
     args: &Args,
-) -> Option<(Option<StrId>, Args)> {
-    let cat_text = cat.map(|c| defs.str(c));
+) -> Option<KinetoSlice> {
+    let cat_text = defs.opt_str(cat);
     let kind = classify(cat_text);
     let new_cat = category(kind, cat_text);
     let gpu = matches!(
         kind,
         SliceKind::Kernel | SliceKind::Memcpy | SliceKind::Memset | SliceKind::Sync
     );
-    let mut add: Vec<(&str, Value)> = Vec::new();
+    let mut extra: Vec<(&'static str, Value)> = Vec::new();
     if (gpu || kind == SliceKind::CudaApi) && !has(defs, args, "correlation") {
         let corr = args
             .iter()
             .find(|a| CORRELATION_KEYS.contains(&defs.str(a.key)))
             .map(|a| a.value.clone());
-        add.extend(corr.map(|v| ("correlation", v)));
+        extra.extend(corr.map(|v| ("correlation", v)));
     }
     if let (true, TrackKind::GpuStream { device, stream }) = (gpu, track) {
         for (key, v) in [("device", device), ("stream", stream)] {
             if !has(defs, args, key) {
-                add.push((key, Value::Int(v as i64)));
+                extra.push((key, Value::Int(v as i64)));
             }
         }
     }
-    let out = (!add.is_empty()).then(|| {
-        let mut a = args.clone();
-        for (k, v) in add {
-            push(defs, &mut a, k, v);
-        }
-        a
-    });
-    if new_cat.is_none() && out.is_none() {
-        return None;
-    }
-    let cat = match new_cat {
-        Some(c) => Some(defs.intern(c)),
-        None => cat,
-    };
-    Some((cat, out.unwrap_or_else(|| args.clone())))
+    (new_cat.is_some() || !extra.is_empty()).then_some(KinetoSlice {
+        cat: new_cat,
+        extra,
+    })
 }
 
 /// Whether a flow is a launch (a CUDA API call to its GPU work), by its category.

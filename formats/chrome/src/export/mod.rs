@@ -20,8 +20,8 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use tracex_ir::{
-    CounterId, Defs, Event, FlowBind, FlowId, FlowPoint, FlowRole, Instant, Location, Num,
-    ProcessId, Result, Sample, Sink, Slice, StackId, StrId, TrackId, TrackKind,
+    CounterId, Defs, Diagnostics, Event, FlowBind, FlowId, FlowPoint, FlowRole, Instant, Location,
+    Num, ProcessId, Result, Sample, Sink, Slice, StackId, StrId, TrackId, TrackKind,
 };
 
 use crate::diag as d;
@@ -105,6 +105,8 @@ struct PendingEnd {
     track: TrackId,
     name: StrId,
     cat: Option<StrId>,
+    /// The category `--kineto` writes instead of `cat`.
+    kineto_cat: Option<&'static str>,
     ids: (i64, i64),
     tts: Option<i64>,
 }
@@ -207,7 +209,7 @@ impl Exporter {
             let open = e.end == i64::MAX;
             let at = if open { self.trace_end } else { e.end };
             self.ev.begin();
-            let cat = e.cat.map(|c| defs.str(c));
+            let cat = e.kineto_cat.or(defs.opt_str(e.cat));
             self.ev.head("e", Some(defs.str(e.name)), cat, e.ids, at);
             let id = async_id(defs, e.track);
             self.ev.buf.extend_from_slice(&id);
@@ -227,8 +229,10 @@ impl Exporter {
     /// `,"cname":..,"sf":..,"args":{..}}` closing most events.
     fn tail(
         &mut self,
-        defs: &mut Defs,
+        defs: &Defs,
+        diag: &mut Diagnostics,
         args: &tracex_ir::Args,
+        extra: &[(&str, tracex_ir::Value)],
         stack: Option<StackId>,
         color: Option<StrId>,
     ) {
@@ -243,14 +247,14 @@ impl Exporter {
             push_int(b, s.0);
             b.push(b'"');
         }
-        if !args.is_empty() {
+        if !args.is_empty() || !extra.is_empty() {
             b.extend_from_slice(b",\"args\":");
-            write_args(b, defs, args);
+            write_args(b, defs, diag, args, extra);
         }
         b.push(b'}');
     }
 
-    fn slice(&mut self, defs: &mut Defs, s: &Slice) {
+    fn slice(&mut self, defs: &Defs, diag: &mut Diagnostics, s: &Slice) {
         let kind = defs.track(s.track).kind;
         let ids = self.ids.ids(defs, &mut self.ev, s.track);
         let is_async = matches!(kind, TrackKind::Async)
@@ -260,12 +264,10 @@ impl Exporter {
         } else {
             None
         };
-        let (cat, args) = match &kin {
-            Some((c, a)) => (*c, a),
-            None => (s.cat, &s.args),
-        };
+        let kineto_cat = kin.as_ref().and_then(|k| k.cat);
+        let extra = kin.as_ref().map_or(&[][..], |k| &k.extra[..]);
         let name = defs.str(s.name);
-        let cat = cat.map(|c| defs.str(c));
+        let cat = kineto_cat.or(defs.opt_str(s.cat));
         self.ev.begin();
         if is_async {
             let id = async_id(defs, s.track);
@@ -281,11 +283,12 @@ impl Exporter {
                 seq: self.async_seq,
                 track: s.track,
                 name: s.name,
-                cat: kin.as_ref().map_or(s.cat, |k| k.0),
+                cat: s.cat,
+                kineto_cat,
                 ids,
                 tts: s.thread_ts.zip(s.thread_dur).map(|(t, d)| t + d),
             });
-            self.tail(defs, args, s.stack, s.color);
+            self.tail(defs, diag, &s.args, extra, s.stack, s.color);
             return;
         }
         match s.dur {
@@ -305,14 +308,14 @@ impl Exporter {
             self.ev.buf.extend_from_slice(b",\"tdur\":");
             tracex_ir::time::push_micros(&mut self.ev.buf, td);
         }
-        self.tail(defs, args, s.stack, s.color);
+        self.tail(defs, diag, &s.args, extra, s.stack, s.color);
     }
 
-    fn instant(&mut self, defs: &mut Defs, i: &Instant) {
+    fn instant(&mut self, defs: &Defs, diag: &mut Diagnostics, i: &Instant) {
         let kind = defs.track(i.track).kind;
         let ids = self.ids.ids(defs, &mut self.ev, i.track);
         let name = defs.str(i.name);
-        let cat = i.cat.map(|c| defs.str(c));
+        let cat = defs.opt_str(i.cat);
         self.ev.begin();
         match kind {
             TrackKind::Async => {
@@ -333,10 +336,10 @@ impl Exporter {
                 self.ev.buf.extend_from_slice(b",\"s\":\"t\"");
             }
         }
-        self.tail(defs, &i.args, i.stack, i.color);
+        self.tail(defs, diag, &i.args, &[], i.stack, i.color);
     }
 
-    fn flush_counter(&mut self, defs: &mut Defs) {
+    fn flush_counter(&mut self, defs: &Defs, diag: &mut Diagnostics) {
         let Some(c) = self.counter.take() else {
             return;
         };
@@ -349,7 +352,7 @@ impl Exporter {
         self.ev.head(
             "C",
             Some(defs.str(name)),
-            cat.map(|x| defs.str(x)),
+            defs.opt_str(cat),
             (pid, pid),
             c.ts,
         );
@@ -371,8 +374,7 @@ impl Exporter {
                     b.extend_from_slice(ryu::Buffer::new().format_finite(f).as_bytes())
                 }
                 Num::Float(_) => {
-                    defs.diag
-                        .record(&d::EXPORT_NON_FINITE, Location::Event(self.ev.count));
+                    diag.record(&d::EXPORT_NON_FINITE, Location::Event(self.ev.count));
                     b.extend_from_slice(b"null");
                 }
             }
@@ -380,7 +382,14 @@ impl Exporter {
         b.extend_from_slice(b"}}");
     }
 
-    fn counter(&mut self, defs: &mut Defs, counter: CounterId, ts: i64, value: Num) {
+    fn counter(
+        &mut self,
+        defs: &Defs,
+        diag: &mut Diagnostics,
+        counter: CounterId,
+        ts: i64,
+        value: Num,
+    ) {
         let def = defs.counter(counter);
         let key = (def.process, def.name, def.label, def.cat);
         let series = def.series;
@@ -391,7 +400,7 @@ impl Exporter {
                 return;
             }
         }
-        self.flush_counter(defs);
+        self.flush_counter(defs, diag);
         self.counter = Some(PendingCounter {
             key,
             ts,
@@ -399,7 +408,7 @@ impl Exporter {
         });
     }
 
-    fn flow(&mut self, defs: &mut Defs, f: &FlowPoint) {
+    fn flow(&mut self, defs: &Defs, f: &FlowPoint) {
         let ids = self.ids.ids(defs, &mut self.ev, f.track);
         let ph = match f.role {
             FlowRole::Start => "s",
@@ -441,7 +450,7 @@ impl Exporter {
         b.push(b'}');
     }
 
-    fn sample(&mut self, defs: &mut Defs, s: &Sample) -> Result<()> {
+    fn sample(&mut self, defs: &Defs, diag: &mut Diagnostics, s: &Sample) -> Result<()> {
         let ids = self.ids.ids(defs, &mut self.ev, s.track);
         self.sampled.insert(s.track);
         if self.samples.is_none() {
@@ -460,8 +469,7 @@ impl Exporter {
         match s.ts {
             Some(ts) => tracex_ir::time::push_micros(&mut b, ts + self.ev.shift),
             None => {
-                defs.diag
-                    .record(&d::EXPORT_UNTIMED_SAMPLE, Location::Nowhere);
+                diag.record(&d::EXPORT_UNTIMED_SAMPLE, Location::Nowhere);
                 b.push(b'0');
             }
         }
@@ -494,7 +502,7 @@ impl Exporter {
     }
 
     /// Names, sort indexes and other metadata of every process, thread and track.
-    fn write_names(&mut self, defs: &mut Defs) -> Result<()> {
+    fn write_names(&mut self, defs: &Defs) -> Result<()> {
         for i in 0..defs.processes.len() {
             let p = ProcessId(i as u32);
             let proc = defs.process(p);
@@ -644,7 +652,7 @@ impl Exporter {
 }
 
 impl Sink for Exporter {
-    fn event(&mut self, defs: &mut Defs, event: Event) -> Result<()> {
+    fn event(&mut self, defs: &Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
         let timed = !matches!(&event, Event::Sample(s) if s.ts.is_none());
         if timed {
             let ts = event.ts();
@@ -667,20 +675,20 @@ impl Sink for Exporter {
             self.trace_end = self.trace_end.max(end);
         }
         if !matches!(event, Event::Counter(_)) && self.counter.is_some() {
-            self.flush_counter(defs);
+            self.flush_counter(defs, diag);
         }
         match &event {
-            Event::Slice(s) => self.slice(defs, s),
-            Event::Instant(i) => self.instant(defs, i),
-            Event::Counter(c) => self.counter(defs, c.counter, c.ts, c.value),
+            Event::Slice(s) => self.slice(defs, diag, s),
+            Event::Instant(i) => self.instant(defs, diag, i),
+            Event::Counter(c) => self.counter(defs, diag, c.counter, c.ts, c.value),
             Event::Flow(f) => self.flow(defs, f),
-            Event::Sample(s) => self.sample(defs, s)?,
+            Event::Sample(s) => self.sample(defs, diag, s)?,
         }
         self.flush_buf()
     }
 
-    fn finish(&mut self, defs: &mut Defs) -> Result<()> {
-        self.flush_counter(defs);
+    fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
+        self.flush_counter(defs, diag);
         self.flush_ends(defs, i64::MAX);
         self.write_names(defs)?;
         let buf = std::mem::take(&mut self.ev.buf);

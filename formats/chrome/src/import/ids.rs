@@ -5,8 +5,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::value::RawValue;
 use tracex_ir::{
-    Defs, Location, NamePriority, Process, ProcessId, ProcessKind, ThreadId, Track, TrackId,
-    TrackKind,
+    Defs, Diagnostics, Location, NamePriority, Process, ProcessId, ProcessKind, ThreadId, Track,
+    TrackId, TrackKind,
 };
 
 use crate::diag as d;
@@ -140,6 +140,16 @@ pub struct Identities {
     cache: Option<(String, String, TrackId)>,
 }
 
+/// Where a `tracex_identity` object was found.
+pub enum Identity<'a> {
+    /// In the args of a `process_name`/`thread_name` record (tracex 0.2 on): `unnamed` marks that
+    /// record's name only.
+    InNameRecord(&'a str),
+    /// A metadata record of its own (tracex before 0.2): `unnamed` applies to every later name
+    /// record of the same process or thread.
+    OwnRecord(&'a str),
+}
+
 impl Identities {
     pub fn process_by_key(&mut self, defs: &mut Defs, key: IdKey) -> ProcessId {
         if let Some(&p) = self.procs.get(&key) {
@@ -162,10 +172,16 @@ impl Identities {
         p
     }
 
-    pub fn process(&mut self, defs: &mut Defs, pid: Option<&RawValue>, index: u64) -> ProcessId {
+    pub fn process(
+        &mut self,
+        defs: &mut Defs,
+        diag: &mut Diagnostics,
+        pid: Option<&RawValue>,
+        index: u64,
+    ) -> ProcessId {
         let (key, bad) = IdKey::of(pid);
         if bad {
-            defs.diag.record(&d::BAD_ID, Location::Event(index));
+            diag.record(&d::BAD_ID, Location::Event(index));
         }
         self.process_by_key(defs, key)
     }
@@ -191,6 +207,7 @@ impl Identities {
     pub fn thread_track(
         &mut self,
         defs: &mut Defs,
+        diag: &mut Diagnostics,
         pid: Option<&RawValue>,
         tid: Option<&RawValue>,
         index: u64,
@@ -202,10 +219,10 @@ impl Identities {
                 return *track;
             }
         }
-        let p = self.process(defs, pid, index);
+        let p = self.process(defs, diag, pid, index);
         let (key, bad) = IdKey::of(tid);
         if bad {
-            defs.diag.record(&d::BAD_ID, Location::Event(index));
+            diag.record(&d::BAD_ID, Location::Event(index));
         }
         let track = match self.overrides.get(&(p, key.clone())) {
             Some(&(t, _)) => t,
@@ -250,11 +267,12 @@ impl Identities {
     pub fn meta_target(
         &mut self,
         defs: &mut Defs,
+        diag: &mut Diagnostics,
         pid: Option<&RawValue>,
         tid: Option<&RawValue>,
         index: u64,
     ) -> MetaTarget {
-        let p = self.process(defs, pid, index);
+        let p = self.process(defs, diag, pid, index);
         let (key, _) = IdKey::of(tid);
         match self.overrides.get(&(p, key.clone())) {
             Some(&(t, true)) => MetaTarget::Track(t),
@@ -280,22 +298,25 @@ impl Identities {
     }
 
     /// Applies a `tracex_identity` object (see `docs/formats/chrome.md`); returns whether it
-    /// marks the name beside it as made up by tracex. `persistent`: the record of tracex before
-    /// 0.2, whose `unnamed` applies to every later name record of the same process or thread.
+    /// marks the name beside it as made up by tracex.
     pub fn apply_identity(
         &mut self,
         defs: &mut Defs,
+        diag: &mut Diagnostics,
         pid: Option<&RawValue>,
         tid: Option<&RawValue>,
-        args: &str,
+        identity: Identity,
         index: u64,
-        persistent: bool,
     ) -> bool {
+        let (args, persistent) = match identity {
+            Identity::InNameRecord(a) => (a, false),
+            Identity::OwnRecord(a) => (a, true),
+        };
         let Ok(v) = serde_json::from_str::<serde_json::Value>(args) else {
             return false;
         };
         self.cache = None;
-        let p = self.process(defs, pid, index);
+        let p = self.process(defs, diag, pid, index);
         let made_up = v.get("unnamed").and_then(|u| u.as_bool()) == Some(true);
         let unnamed = made_up && persistent;
         let label = v

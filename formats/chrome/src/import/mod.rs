@@ -56,9 +56,7 @@ pub fn import<R: Read>(reader: R, _opts: &ImportOptions, ctx: &mut ImportCtx) ->
                     Ok(r) => r,
                     Err(e) if bytes.first() != Some(&b'{') => {
                         let _ = e;
-                        ctx.defs
-                            .diag
-                            .record(&d::NOT_AN_OBJECT, Location::Event(index));
+                        ctx.diag.record(&d::NOT_AN_OBJECT, Location::Event(index));
                         continue;
                     }
                     Err(e) => {
@@ -74,7 +72,7 @@ pub fn import<R: Read>(reader: R, _opts: &ImportOptions, ctx: &mut ImportCtx) ->
         }
     }
     let l = &tok.leniency;
-    let diag = &mut ctx.defs.diag;
+    let diag = &mut ctx.diag;
     if let Some(at) = l.unterminated {
         diag.record(&d::UNTERMINATED, Location::Byte(at));
     }
@@ -138,7 +136,7 @@ impl Importer {
     }
 
     fn note(&self, ctx: &mut ImportCtx, kind: &'static DiagKind) {
-        ctx.defs.diag.record(kind, self.loc());
+        ctx.diag.record(kind, self.loc());
     }
 
     /// Parses a time field; records a diagnostic when the text is not a number in range.
@@ -153,10 +151,10 @@ impl Importer {
                 if m.rounded {
                     self.note(ctx, &d::SUB_NS_ROUNDED);
                 }
-                Ok(m.ns)
+                Ok(m.value)
             }
             None => {
-                ctx.defs.diag.record_detail(
+                ctx.diag.record_detail(
                     &d::BAD_TS,
                     self.loc(),
                     format!("not a time: {}", raw.get()),
@@ -181,7 +179,7 @@ impl Importer {
         }
         if e.unknown > 0 {
             let detail = e.first_unknown.clone().unwrap_or_default();
-            ctx.defs.diag.record_n(
+            ctx.diag.record_n(
                 &d::UNKNOWN_FIELD,
                 e.unknown as u64,
                 self.loc(),
@@ -299,8 +297,7 @@ impl Importer {
                 Ok(())
             }
             _ => {
-                ctx.defs
-                    .diag
+                ctx.diag
                     .record_detail(&d::UNKNOWN_PHASE, self.loc(), format!("ph {ph:?}"));
                 Ok(())
             }
@@ -308,11 +305,12 @@ impl Importer {
     }
 
     fn thread_track(&mut self, ctx: &mut ImportCtx, e: &RawEvent) -> TrackId {
-        self.ids.thread_track(ctx.defs, e.pid, e.tid, self.index)
+        self.ids
+            .thread_track(ctx.defs, ctx.diag, e.pid, e.tid, self.index)
     }
 
     fn process_track(&mut self, ctx: &mut ImportCtx, e: &RawEvent) -> TrackId {
-        let p = self.ids.process(ctx.defs, e.pid, self.index);
+        let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
         *self.process_tracks.entry(p).or_insert_with(|| {
             ctx.defs.add_track(Track {
                 kind: TrackKind::Process,
@@ -326,7 +324,7 @@ impl Importer {
 
     /// The async track of an id, per process and namespace and category (as catapult keys them).
     fn async_track(&mut self, ctx: &mut ImportCtx, e: &RawEvent, ns: u8) -> TrackId {
-        let p = self.ids.process(ctx.defs, e.pid, self.index);
+        let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
         let label = ids::scoped_id(e.scope.as_ref().map(|s| s.as_str()), e.id, e.id2);
         let cat = text(&e.cat).unwrap_or("");
         // Objects are also keyed by name: two kinds of object may share an id space.
@@ -487,7 +485,7 @@ impl Importer {
     }
 
     fn counter(&mut self, ctx: &mut ImportCtx, e: &RawEvent, ts: i64) -> Result<()> {
-        let p = self.ids.process(ctx.defs, e.pid, self.index);
+        let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
         let name = ctx.defs.intern(text(&e.name).unwrap_or(""));
         let label = e.id.map(|id| ctx.defs.intern(&ids::id_text(id)));
         let Some(args) = e.args else {
@@ -596,7 +594,7 @@ impl Importer {
         let name = text(&e.name).unwrap_or("");
         if (name == "Profile" || name == "ProfileChunk") && e.sf.is_none() && e.stack.is_none() {
             let key = (
-                self.ids.process(ctx.defs, e.pid, self.index),
+                self.ids.process(ctx.defs, ctx.diag, e.pid, self.index),
                 e.id.map(ids::id_text).unwrap_or_default(),
             );
             let out = self.profiles.event(ctx.defs, key, track, ts, e.args);
@@ -607,8 +605,7 @@ impl Importer {
                     }
                 }
                 Err(why) => {
-                    ctx.defs
-                        .diag
+                    ctx.diag
                         .record_detail(&d::V8_PROFILE_UNPARSED, self.loc(), why);
                 }
             }
@@ -650,9 +647,10 @@ impl Importer {
         let mut made_up = false;
         if let (Some(identity), "process_name" | "thread_name") = (field(ids::IDENTITY), name) {
             let tid = if name == "thread_name" { e.tid } else { None };
-            made_up =
-                self.ids
-                    .apply_identity(ctx.defs, e.pid, tid, identity.get(), self.index, false);
+            let identity = ids::Identity::InNameRecord(identity.get());
+            made_up = self
+                .ids
+                .apply_identity(ctx.defs, ctx.diag, e.pid, tid, identity, self.index);
         }
         // metadata records of names viewers do not know, written by tracex into the args of a
         // name record
@@ -660,10 +658,12 @@ impl Importer {
             (field(crate::export::META_KEY), name)
         {
             let target = match name {
-                "thread_name" => self.ids.meta_target(ctx.defs, e.pid, e.tid, self.index),
+                "thread_name" => self
+                    .ids
+                    .meta_target(ctx.defs, ctx.diag, e.pid, e.tid, self.index),
                 _ => MetaTarget::Ignore,
             };
-            let p = self.ids.process(ctx.defs, e.pid, self.index);
+            let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
             for (key, value) in args::raw_object(extra.get()).unwrap_or_default() {
                 let arg = tracex_ir::Arg {
                     key: ctx.defs.intern(key.as_str()),
@@ -678,7 +678,7 @@ impl Importer {
         }
         match name {
             "process_name" => {
-                let p = self.ids.process(ctx.defs, e.pid, self.index);
+                let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
                 match str_field("name") {
                     Some(_) if made_up => {}
                     Some(n) if !self.ids.is_unnamed_process(p) => {
@@ -697,7 +697,10 @@ impl Importer {
                 if made_up {
                     return Ok(());
                 }
-                match self.ids.meta_target(ctx.defs, e.pid, e.tid, self.index) {
+                match self
+                    .ids
+                    .meta_target(ctx.defs, ctx.diag, e.pid, e.tid, self.index)
+                {
                     MetaTarget::Thread(t) if !self.ids.is_unnamed_thread(t) => {
                         let n = ctx.defs.intern(&n);
                         ctx.defs.set_thread_name(t, n, NamePriority::Explicit);
@@ -710,7 +713,7 @@ impl Importer {
                 }
             }
             "process_sort_index" => {
-                let p = self.ids.process(ctx.defs, e.pid, self.index);
+                let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
                 match int_field("sort_index") {
                     Some(i) => ctx.defs.process_mut(p).sort_index = Some(i),
                     None => self.note(ctx, &d::METADATA_WITHOUT_ARGS),
@@ -721,7 +724,10 @@ impl Importer {
                     self.note(ctx, &d::METADATA_WITHOUT_ARGS);
                     return Ok(());
                 };
-                match self.ids.meta_target(ctx.defs, e.pid, e.tid, self.index) {
+                match self
+                    .ids
+                    .meta_target(ctx.defs, ctx.diag, e.pid, e.tid, self.index)
+                {
                     MetaTarget::Thread(t) => ctx.defs.thread_mut(t).sort_index = Some(i),
                     MetaTarget::Track(t) => ctx.defs.track_mut(t).sort_index = Some(i),
                     MetaTarget::Ignore => {}
@@ -730,16 +736,23 @@ impl Importer {
             ids::IDENTITY => {
                 let args = e.args.map(|a| a.get()).unwrap_or("{}");
                 // written by tracex before 0.2 as a record of its own
-                self.ids
-                    .apply_identity(ctx.defs, e.pid, e.tid, args, self.index, true);
+                self.ids.apply_identity(
+                    ctx.defs,
+                    ctx.diag,
+                    e.pid,
+                    e.tid,
+                    ids::Identity::OwnRecord(args),
+                    self.index,
+                );
             }
             _ => {
                 // Any other metadata record is kept whole, on the thread if it names one.
                 let key = ctx.defs.intern(name);
                 let value = Value::Json(e.args.map(|a| a.get()).unwrap_or("{}").into());
                 if e.tid.is_some() {
-                    if let MetaTarget::Thread(t) =
-                        self.ids.meta_target(ctx.defs, e.pid, e.tid, self.index)
+                    if let MetaTarget::Thread(t) = self
+                        .ids
+                        .meta_target(ctx.defs, ctx.diag, e.pid, e.tid, self.index)
                     {
                         ctx.defs
                             .thread_mut(t)
@@ -748,7 +761,7 @@ impl Importer {
                         return Ok(());
                     }
                 }
-                let p = self.ids.process(ctx.defs, e.pid, self.index);
+                let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
                 ctx.defs
                     .process_mut(p)
                     .meta
@@ -798,16 +811,15 @@ impl Importer {
         // Slices begun and never ended stay open.
         for s in self.open.drain() {
             let detail = format!("{:?} at ts {} ns", ctx.defs.str(s.name), s.ts);
-            ctx.defs
-                .diag
+            ctx.diag
                 .record_detail(&ir_kinds::OPEN_SLICE, Location::Nowhere, detail);
             ctx.emit(Event::Slice(s))?;
         }
         for pairer in [
-            std::mem::take(&mut self.flows_v1).pair(ctx.defs),
-            std::mem::take(&mut self.flows_v2).pair(ctx.defs),
+            std::mem::take(&mut self.flows_v1).pair(ctx.defs, ctx.diag),
+            std::mem::take(&mut self.flows_v2).pair(ctx.defs, ctx.diag),
         ] {
-            let diag = &mut ctx.defs.diag;
+            let diag = &mut ctx.diag;
             if let Some(at) = pairer.end_without_start.1.clone() {
                 diag.record_n(
                     &d::FLOW_END_WITHOUT_START,
@@ -838,20 +850,18 @@ impl Importer {
                 Ok(mut sample) => {
                     sample.ts = sample.ts.map(|t| t - self.shift);
                     if s.rounded {
-                        ctx.defs
-                            .diag
+                        ctx.diag
                             .record(&d::SAMPLE_WEIGHT_ROUNDED, Location::Nowhere);
                     }
                     ctx.emit(Event::Sample(sample))?;
                 }
                 Err(why) => ctx
-                    .defs
                     .diag
                     .record_detail(&d::BAD_SAMPLE, Location::Nowhere, why),
             }
         }
-        self.stacks.close(ctx.defs);
-        self.profiles.close(ctx.defs);
+        self.stacks.close(ctx.defs, ctx.diag);
+        self.profiles.close(ctx.defs, ctx.diag);
         Ok(())
     }
 }
