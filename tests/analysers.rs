@@ -178,6 +178,66 @@ fn convert_kineto(input: &Path, dir: &Path) -> PathBuf {
     out
 }
 
+#[derive(Clone, Copy)]
+enum Analyser {
+    Hta,
+    TraceLens,
+}
+
+impl Analyser {
+    fn name(self) -> &'static str {
+        match self {
+            Analyser::Hta => "HTA",
+            Analyser::TraceLens => "TraceLens",
+        }
+    }
+
+    /// The results that must be there on an nsys export with kernels.
+    fn results(self) -> &'static [&'static str] {
+        match self {
+            Analyser::Hta => HTA_ANALYSES,
+            Analyser::TraceLens => TRACELENS_TABLES,
+        }
+    }
+
+    /// Whether a result's summary has something in it: HTA's analyses say so by running,
+    /// TraceLens's tables by having rows.
+    fn has_content(self, summary: &str) -> bool {
+        match self {
+            Analyser::Hta => true,
+            Analyser::TraceLens => !summary.starts_with("0 ") && summary != "[]",
+        }
+    }
+}
+
+/// Runs `analyser` on the `--kineto` output of every nsys export with kernels; each of its
+/// results must run and have content. Returns how many exports it analysed.
+fn check_nsys_outputs(
+    analyser: Analyser,
+    py: &Path,
+    script: &Path,
+    dir: &Path,
+    problems: &mut Vec<String>,
+) -> usize {
+    let nsys = nsys_kineto_outputs(dir);
+    let results = par_map(&nsys, |(_, out)| run(py, script, out));
+    let tool = analyser.name();
+    for ((name, _), rs) in nsys.iter().zip(&results) {
+        for r in analyser.results() {
+            match result(rs, r) {
+                Some((_, true, s)) if analyser.has_content(s) => {
+                    eprintln!(
+                        "{tool} {name}: {r}: {}",
+                        s.chars().take(100).collect::<String>()
+                    )
+                }
+                other => problems.push(format!("{name} (nsys --kineto): {r}: {other:?}")),
+            }
+        }
+    }
+    nsys.len()
+}
+
 #[test]
 fn hta_gives_the_same_results_on_kineto_traces_and_runs_on_nsys() {
     let (py, script) = match hta() {
@@ -203,25 +263,10 @@ fn hta_gives_the_same_results_on_kineto_traces_and_runs_on_nsys() {
         }
         eprintln!("HTA {name}: {} of the analyses equal", HTA_ANALYSES.len());
     }
-    let nsys = nsys_kineto_outputs(dir.path());
-    let results = par_map(&nsys, |(_, out)| run(&py, &script, out));
-    for ((name, _), rs) in nsys.iter().zip(&results) {
-        for a in HTA_ANALYSES {
-            match result(rs, a) {
-                Some((_, true, summary)) => {
-                    eprintln!(
-                        "HTA {name}: {a}: {}",
-                        summary.chars().take(100).collect::<String>()
-                    )
-                }
-                other => problems.push(format!("{name} (nsys --kineto): {a}: {other:?}")),
-            }
-        }
-    }
+    let nsys = check_nsys_outputs(Analyser::Hta, &py, &script, dir.path(), &mut problems);
     eprintln!(
-        "HTA: {} Kineto traces compared, {} nsys exports with kernels analysed",
-        kineto.len(),
-        nsys.len()
+        "HTA: {} Kineto traces compared, {nsys} nsys exports with kernels analysed",
+        kineto.len()
     );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
@@ -253,25 +298,10 @@ fn tracelens_gives_the_same_tables_on_kineto_traces_and_runs_on_nsys() {
             }
         }
     }
-    let nsys = nsys_kineto_outputs(dir.path());
-    let results = par_map(&nsys, |(_, out)| run(&py, &script, out));
-    for ((name, _), rs) in nsys.iter().zip(&results) {
-        for t in TRACELENS_TABLES {
-            match result(rs, t) {
-                Some((_, true, s)) if !s.starts_with("0 ") && s != "[]" => {
-                    eprintln!(
-                        "TraceLens {name}: {t}: {}",
-                        s.chars().take(100).collect::<String>()
-                    )
-                }
-                other => problems.push(format!("{name} (nsys --kineto): {t}: {other:?}")),
-            }
-        }
-    }
+    let nsys = check_nsys_outputs(Analyser::TraceLens, &py, &script, dir.path(), &mut problems);
     eprintln!(
-        "TraceLens: {} Kineto traces compared, {} nsys exports with kernels analysed",
-        kineto.len(),
-        nsys.len()
+        "TraceLens: {} Kineto traces compared, {nsys} nsys exports with kernels analysed",
+        kineto.len()
     );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
