@@ -754,6 +754,39 @@ fn gpu_view_takes_the_backtrace_of_the_enclosing_call() {
     assert_eq!(defs.diag.count("folded_gpu_work_without_stack"), 0);
 }
 
+/// CUPTI JSON has no streams: kernels that start together nest on one track, and a flow end at
+/// that time could bind to either. The kernel whose correlation id is the flow's id is the
+/// launch's (flows keep the input's correlation ids).
+#[test]
+fn gpu_view_joins_kernels_that_start_together_by_correlation_id() {
+    let mut b = TraceBuilder::new();
+    let p = b.process(900, "app");
+    let t = b.thread(p, 900, "app");
+    let dev = b.device(0, "GPU 0");
+    let stream = b.gpu_stream(dev, 0, 7);
+    for (ts, caller) in [(1_000, "a()"), (2_000, "b()")] {
+        let stack = b.stack(&["main", caller, "cudaLaunchKernel"]);
+        b.slice(t, ts, 300, "cudaLaunchKernel").stack = stack;
+        b.cat("cuda_runtime");
+    }
+    // the builder's flow ids are 1 and 2, in the order of the flows below
+    b.slice(stream, 5_000, 900, "k_outer");
+    b.cat("kernel")
+        .arg("correlationId", tracex_ir::Value::Int(2));
+    b.slice(stream, 5_000, 400, "k_inner");
+    b.cat("kernel")
+        .arg("correlationId", tracex_ir::Value::Int(1));
+    b.flow((t, 1_000), (stream, 5_000), "ac2g");
+    b.flow((t, 2_000), (stream, 5_000), "ac2g");
+    let dir = tempfile::tempdir().unwrap();
+    let (text, _) = export(b.finish(), &ExportOptions::default(), dir.path());
+    assert_eq!(
+        text,
+        "main;a();cudaLaunchKernel;[GPU_Kernel]k_inner 400\n\
+         main;b();cudaLaunchKernel;[GPU_Kernel]k_outer 900\n"
+    );
+}
+
 /// A flow end bound to the next slice (`FlowBind::Next`, Chrome `f` without `bp`) joins the
 /// kernel that starts after it.
 #[test]

@@ -28,6 +28,8 @@ pub enum Role {
         dur: i64,
         kind: SliceKind,
         work: Option<u32>,
+        /// Its correlation id, from its args.
+        correlation: Option<u64>,
     },
 }
 
