@@ -11,7 +11,7 @@ use tracex_ir::builder::TraceBuilder;
 use tracex_ir::event::{FlowBind, FlowPoint, FlowRole, Sample};
 use tracex_ir::io::OutputTarget;
 use tracex_ir::mem::Trace;
-use tracex_ir::nest::OverlapRouter;
+use tracex_ir::nest::{FlowBinder, OverlapRouter};
 use tracex_ir::order::Sorter;
 use tracex_ir::{Event, Sink, TrackId};
 
@@ -402,7 +402,7 @@ fn export(mut trace: Trace, opts: &ExportOptions, dir: &Path) -> (String, Trace)
     let _ = std::fs::remove_file(&path);
     let exporter =
         tracex_folded::Exporter::create(&OutputTarget::Path(path.clone()), opts).unwrap();
-    let mut chain = Sorter::new(OverlapRouter::new(exporter));
+    let mut chain = Sorter::new(OverlapRouter::new(FlowBinder::new(exporter)));
     trace.replay(&mut chain).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     check_flamegraph(&path);

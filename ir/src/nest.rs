@@ -197,6 +197,45 @@ impl<S: Stage> Stage for FlowBinder<S> {
     }
 }
 
+/// The slice each flow point is bound to, for a sink behind the [`FlowBinder`]: the binder has
+/// put every point bound to its enclosing slice onto that slice's lane, so the binding is the
+/// innermost slice open on the point's own track at its time (an end time included), and no
+/// sink searches other lanes or decides again. Fed every slice in stream order, it keeps per
+/// track only the slices still open (at most the nesting depth), each with a value of the
+/// sink's (whether the filter kept it, a GPU duration).
+pub struct BoundSlices<T> {
+    open: FxHashMap<TrackId, Vec<(Ts, T)>>,
+}
+
+impl<T> Default for BoundSlices<T> {
+    fn default() -> Self {
+        BoundSlices {
+            open: FxHashMap::default(),
+        }
+    }
+}
+
+impl<T> BoundSlices<T> {
+    /// A slice `[start, end]` on `track` (`end` `i64::MAX` for one that never ended).
+    pub fn open(&mut self, track: TrackId, start: Ts, end: Ts, value: T) {
+        let open = self.open.entry(track).or_default();
+        while open.last().is_some_and(|&(e, _)| e < start) {
+            open.pop();
+        }
+        open.push((end, value));
+    }
+
+    /// The value of the slice a point at `ts` on `track` (bound to its enclosing slice) is bound
+    /// to, if one is open there.
+    pub fn bound(&mut self, track: TrackId, ts: Ts) -> Option<&mut T> {
+        let open = self.open.get_mut(&track)?;
+        while open.last().is_some_and(|&(e, _)| e < ts) {
+            open.pop();
+        }
+        open.last_mut().map(|(_, v)| v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,6 +349,21 @@ mod tests {
             .map(|e| e.track().unwrap())
             .collect();
         assert_eq!(tracks, vec![t, o1, o1]);
+    }
+
+    #[test]
+    fn bound_slices_give_the_innermost_open_slice_of_the_track() {
+        let (t, u) = (TrackId(0), TrackId(1));
+        let mut b = BoundSlices::default();
+        b.open(t, 0, 100, "outer");
+        b.open(t, 10, 20, "inner");
+        b.open(u, 10, 50, "other lane");
+        assert_eq!(b.bound(t, 15).copied(), Some("inner"));
+        assert_eq!(b.bound(t, 20).copied(), Some("inner"), "an end time binds");
+        assert_eq!(b.bound(t, 21).copied(), Some("outer"));
+        assert_eq!(b.bound(u, 30).copied(), Some("other lane"));
+        assert_eq!(b.bound(t, 101), None);
+        assert_eq!(b.bound(TrackId(2), 5), None);
     }
 
     #[test]

@@ -247,7 +247,14 @@ impl Exporter {
             FlowRole::Start => self.lanes.call_stack_at(root, f.ts),
             _ => None,
         };
-        match self.lanes.enclosing(root, f.ts, |r| flow_rank(f, r)) {
+        let rank = |r: &Role| flow_rank(f, r);
+        let bound = if f.bind == FlowBind::Enclosing {
+            // the flow binder put the point on the lane of its slice
+            self.lanes.bound(f.track, f.ts, rank)
+        } else {
+            self.lanes.enclosing(root, f.ts, rank)
+        };
+        match bound {
             Some(open) => attach(
                 &mut self.gpu,
                 &mut self.prefixes,
