@@ -45,6 +45,19 @@ struct Launch {
     pid: i64,
 }
 
+/// A line of the uprobe profiler's extended folded text as the scripts split it
+/// (`line.strip().split(None, 5)`): five fields and the stack, or `None` where they skip it.
+fn cpu_fields(line: &str) -> Option<([&str; 5], &str)> {
+    let mut rest = line.trim();
+    let mut fields = [""; 5];
+    for f in &mut fields {
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        *f = &rest[..end];
+        rest = rest[end..].trim_start();
+    }
+    (!rest.is_empty() && fields.iter().all(|f| !f.is_empty())).then_some((fields, rest))
+}
+
 /// `merge_gpu_cpu_trace.py` restated: CPU lines split into five fields and the stack; frames
 /// trimmed, empty ones and `_start`, `__libc_start_main`, `<no-symbol>` dropped, the first
 /// `cudaLaunchKernel`/`__device_stub__` frame kept as `cudaLaunchKernel` and later ones dropped;
@@ -83,17 +96,9 @@ fn reference_merge(cpu: &str, gpu_events: &[Value], per_process: bool) -> BTreeM
     kernels.sort_by_key(|k| k.0);
     let mut out: BTreeMap<String, i64> = BTreeMap::new();
     for line in cpu.lines() {
-        let line = line.trim();
-        let mut rest = line;
-        let mut fields = Vec::new();
-        for _ in 0..5 {
-            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-            fields.push(&rest[..end]);
-            rest = rest[end..].trim_start();
-        }
-        if rest.is_empty() || fields.iter().any(|f| f.is_empty()) {
+        let Some((fields, rest)) = cpu_fields(line) else {
             continue;
-        }
+        };
         let (Ok(ts), Ok(pid)) = (fields[0].parse::<i64>(), fields[2].parse::<i64>()) else {
             continue;
         };
@@ -172,17 +177,9 @@ fn upstream_merge(cpu: &str, gpu_events: &[PyEvent]) -> BTreeMap<String, i64> {
     type Stacks = Vec<(i64, Vec<String>)>;
     let mut threads: Vec<((i64, i64), Stacks)> = Vec::new();
     for line in cpu.lines() {
-        let line = line.trim();
-        let mut rest = line;
-        let mut fields = Vec::new();
-        for _ in 0..5 {
-            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-            fields.push(&rest[..end]);
-            rest = rest[end..].trim_start();
-        }
-        if rest.is_empty() || fields.iter().any(|f| f.is_empty()) {
+        let Some((fields, rest)) = cpu_fields(line) else {
             continue;
-        }
+        };
         let (Ok(ts), Ok(pid), Ok(tid), Ok(_)) = (
             fields[0].parse::<i64>(),
             fields[2].parse::<i64>(),

@@ -155,7 +155,31 @@ struct Builder<'a> {
     pending: Option<Name>,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    fn new(tree: &'a mut Tree) -> Self {
+        Builder {
+            tree,
+            weights: Weights::default(),
+            leaf_names: FxHashMap::default(),
+            sample_paths: FxHashMap::default(),
+            pending: None,
+        }
+    }
+
+    /// The node of a stack caught at a launch: its root frames and cleaned frames.
+    fn sample_path(&mut self, cleaner: &Cleaner, s: &AtLaunch) -> StackId {
+        if let Some(&p) = self.sample_paths.get(&(s.prefix, s.clean)) {
+            return p;
+        }
+        let frames = cleaner.get(s.clean).frames.iter().copied();
+        let p = self
+            .tree
+            .extend(s.prefix, frames)
+            .expect("has a launch frame");
+        self.sample_paths.insert((s.prefix, s.clean), p);
+        p
+    }
+
     fn work_leaf(&mut self, defs: &Defs, works: &[Work], w: u32) -> Name {
         if let Some(&n) = self.leaf_names.get(&w) {
             return n;
@@ -246,13 +270,7 @@ impl Gpu {
         for v in launches.values_mut() {
             v.sort_unstable();
         }
-        let mut b = Builder {
-            tree,
-            weights: Weights::default(),
-            leaf_names: FxHashMap::default(),
-            sample_paths: FxHashMap::default(),
-            pending: None,
-        };
+        let mut b = Builder::new(tree);
         let mut matched_calls = vec![false; self.calls.len()];
         for s in &self.at_launch {
             if traced.contains(&s.pid) {
@@ -281,15 +299,7 @@ impl Gpu {
             if let Some(c) = call {
                 matched_calls[c as usize] = true;
             }
-            let path = match b.sample_paths.get(&(s.prefix, s.clean)) {
-                Some(&p) => p,
-                None => {
-                    let frames = self.cleaner.get(s.clean).frames.iter().copied();
-                    let p = b.tree.extend(s.prefix, frames).expect("has a launch frame");
-                    b.sample_paths.insert((s.prefix, s.clean), p);
-                    p
-                }
-            };
+            let path = b.sample_path(&self.cleaner, s);
             let node = b.tree.child(Some(path), leaf);
             let w = match (by_ns, work) {
                 (false, _) => s.weight,
@@ -429,13 +439,7 @@ impl Gpu {
                 launches[t].push(c as u32);
             }
         }
-        let mut b = Builder {
-            tree,
-            weights: Weights::default(),
-            leaf_names: FxHashMap::default(),
-            sample_paths: FxHashMap::default(),
-            pending: None,
-        };
+        let mut b = Builder::new(tree);
         let mut used = vec![false; self.works.len()];
         for ((_, stacks), launches) in threads.iter_mut().zip(&mut launches) {
             stacks.sort_by_key(|&i| self.at_launch[i].ts);
@@ -463,16 +467,7 @@ impl Gpu {
                 }
                 sum.matched += 1;
                 used[w as usize] = true;
-                let s = &self.at_launch[i];
-                let path = match b.sample_paths.get(&(s.prefix, s.clean)) {
-                    Some(&p) => p,
-                    None => {
-                        let frames = self.cleaner.get(s.clean).frames.iter().copied();
-                        let p = b.tree.extend(s.prefix, frames).expect("has a launch frame");
-                        b.sample_paths.insert((s.prefix, s.clean), p);
-                        p
-                    }
-                };
+                let path = b.sample_path(&self.cleaner, &self.at_launch[i]);
                 let leaf = b.work_leaf(defs, &self.works, w);
                 let node = b.tree.child(Some(path), leaf);
                 let work = &self.works[w as usize];
