@@ -5,6 +5,7 @@ mod cmd;
 mod filter;
 mod formats;
 mod input;
+mod memlimit;
 mod pipeline;
 mod progress;
 
@@ -18,9 +19,24 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `--max-memory SIZE`: the watchdog, started before any work.
+fn start_memory_limit(size: Option<&str>) -> anyhow::Result<()> {
+    let Some(text) = size else {
+        return Ok(());
+    };
+    let limit = pipeline::parse_size(text)
+        .filter(|&n| n > 0)
+        .ok_or_else(|| anyhow::anyhow!("--max-memory {text:?}: expected a size like 2G or 512M"))?;
+    memlimit::start(limit as u64)
+}
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let quiet = cli.quiet;
+    if let Err(e) = start_memory_limit(cli.max_memory.as_deref()) {
+        eprintln!("tracex: error: {e:#}");
+        return ExitCode::from(1);
+    }
     let result = match &cli.command {
         // folders (or an output folder) make a batch, else one conversion
         cli::Command::Convert(a) => match cmd::batch::plan(a) {

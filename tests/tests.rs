@@ -10,6 +10,7 @@ mod cli;
 mod cupti;
 mod filters;
 mod folded;
+mod hostile;
 mod modules;
 mod multi;
 mod nsys;

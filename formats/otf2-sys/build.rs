@@ -109,6 +109,40 @@ impl bindgen::callbacks::ParseCallbacks for RefDerives {
     }
 }
 
+/// A directory holding only `otf2/` (a link to the found headers): passing the install's
+/// include directory itself (`/usr/include` on Debian) would put the host's C library headers
+/// before a cross compiler's own.
+fn otf2_only_include(otf2_h: &Path, out: &Path) -> PathBuf {
+    let headers = otf2_h.parent().expect("otf2/otf2.h has a directory");
+    let dir = out.join("otf2-include");
+    let link = dir.join("otf2");
+    let _ = std::fs::remove_file(&link);
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| link_dir(headers, &link))
+        .unwrap_or_else(|e| {
+            fail(&format!(
+                "cannot link the headers into {}: {e}",
+                dir.display()
+            ))
+        });
+    dir
+}
+
+#[cfg(unix)]
+fn link_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(from, to)
+}
+
+#[cfg(not(unix))]
+fn link_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        std::fs::copy(e.path(), to.join(e.file_name()))?;
+    }
+    Ok(())
+}
+
 fn fail(msg: &str) -> ! {
     eprintln!("error: otf2-sys: {msg}; {INSTALL_HINT}");
     std::process::exit(1);
@@ -117,6 +151,8 @@ fn fail(msg: &str) -> ! {
 fn main() {
     println!("cargo:rerun-if-env-changed=OTF2_DIR");
     println!("cargo:rerun-if-changed=wrapper.h");
+    println!("cargo:rerun-if-changed=shim.h");
+    println!("cargo:rerun-if-changed=shim.c");
     println!("cargo:rerun-if-changed=build.rs");
 
     let found = from_otf2_dir()
@@ -143,6 +179,16 @@ fn main() {
         )),
     }
 
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let include = otf2_only_include(&otf2_h, &out);
+
+    // The error callback shim (shim.c), compiled for the target with its C compiler.
+    cc::Build::new()
+        .file("shim.c")
+        .warnings(true)
+        .include(&include)
+        .compile("tracex_otf2_shim");
+
     for l in &found.lib {
         println!("cargo:rustc-link-search=native={}", l.display());
     }
@@ -154,7 +200,8 @@ fn main() {
         .allowlist_function("OTF2_.*")
         .allowlist_type("OTF2_.*")
         .allowlist_var("OTF2_.*")
-        .allowlist_function("vsnprintf")
+        .allowlist_function("tracex_otf2_.*")
+        .allowlist_type("tracex_otf2_.*")
         // C enums as integer constants: OTF2 passes them as uint8_t typedefs, has duplicate
         // values, and a Rust enum would be undefined behaviour for a value it does not list.
         .default_enum_style(bindgen::EnumVariation::Consts)
@@ -168,13 +215,10 @@ fn main() {
         .layout_tests(false)
         .parse_callbacks(Box::new(RefDerives))
         .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()));
-    for inc in &found.include {
-        builder = builder.clang_arg(format!("-I{}", inc.display()));
-    }
+    builder = builder.clang_arg(format!("-I{}", include.display()));
     let bindings = builder
         .generate()
         .unwrap_or_else(|e| fail(&format!("bindgen could not process otf2/otf2.h: {e}")));
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     bindings
         .write_to_file(out.join("otf2_bindings.rs"))
         .unwrap_or_else(|e| fail(&format!("cannot write the bindings: {e}")));

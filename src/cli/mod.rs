@@ -37,6 +37,11 @@ pub struct Cli {
     #[arg(short, long, global = true)]
     pub quiet: bool,
 
+    /// Stop with an error (exit 1, nothing written) when tracex's resident memory passes SIZE
+    /// (e.g. 2G, 512M); by default there is no limit
+    #[arg(long, global = true, value_name = "SIZE")]
+    pub max_memory: Option<String>,
+
     #[command(subcommand)]
     pub command: Command,
 }
