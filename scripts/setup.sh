@@ -10,10 +10,10 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # valgrind: the FFI tests (scripts/valgrind.sh); gcc-aarch64-linux-gnu, libc6-dev-arm64-cross: the
-# aarch64 check of the
-# OTF2 bindings and their C shim.
-pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 python3-venv binutils gzip time valgrind libc6-dev-arm64-cross
-      gcc-aarch64-linux-gnu)
+# aarch64 check of the OTF2 bindings and their C shim; python3-venv: the analysers' venv; perl:
+# flamegraph.pl.
+pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 python3-venv perl binutils gzip time
+      valgrind libc6-dev-arm64-cross gcc-aarch64-linux-gnu)
 [ "$want_browser" = 1 ] && pkgs+=(chromium)
 
 missing=()
@@ -66,6 +66,20 @@ if [ "$want_browser" = 1 ] && [ ! -f "$SPEEDSCOPE_DIR/package/dist/release/index
     (cd "$SPEEDSCOPE_DIR" && npm pack --silent speedscope@1.25.0 >/dev/null && tar xzf speedscope-1.25.0.tgz)
   else
     echo "setup: npm not found; speedscope checks will be skipped" >&2
+  fi
+fi
+# The analysers PyTorch users run on Chrome traces, as test oracles: HolisticTraceAnalysis
+# (PyPI, about 100 packages, 1-2 minutes) and the few PyPI packages AMD's TraceLens needs (TraceLens
+# itself is not on PyPI: its tests run where it is installed and say why they skip elsewhere).
+ANALYSERS_VENV="${TRACEX_ANALYSERS_VENV:-$HOME/.cache/tracex/venv-analysers}"
+if [ ! -x "$ANALYSERS_VENV/bin/python" ] || ! "$ANALYSERS_VENV/bin/python" -c 'import hta, tabulate, orjson' 2>/dev/null; then
+  echo "setup: installing HolisticTraceAnalysis and TraceLens's dependencies into $ANALYSERS_VENV" >&2
+  if /usr/bin/python3 -m venv "$ANALYSERS_VENV" \
+     && "$ANALYSERS_VENV/bin/pip" install --quiet --disable-pip-version-check \
+          HolisticTraceAnalysis tabulate orjson tqdm PyYAML >/dev/null; then
+    :
+  else
+    echo "setup: could not install the analysers; their tests will be skipped" >&2
   fi
 fi
 echo "setup: ok" >&2

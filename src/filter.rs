@@ -9,6 +9,7 @@ use regex::Regex;
 use rustc_hash::{FxHashMap, FxHashSet};
 use tracex_ir::defs::set_arg;
 use tracex_ir::kind::{classify, SliceKind};
+use tracex_ir::nest::BoundSlices;
 use tracex_ir::{
     CounterValue, Defs, Diagnostics, Event, FlowBind, FlowId, FlowRole, Location, ProcessId,
     ProcessKind, Result, Stage, TrackId, Value,
@@ -160,8 +161,8 @@ pub struct Filter<S> {
     spec: FilterSpec,
     /// The window in the trace's time, fixed at the first timed event when relative.
     window: Option<(i64, i64)>,
-    /// Per track, open slices (end, kept) innermost last: for binding flow points.
-    open: FxHashMap<TrackId, Vec<(i64, bool)>>,
+    /// Whether each slice a flow point can be bound to was kept.
+    bound: BoundSlices<bool>,
     process_ok: FxHashMap<ProcessId, bool>,
     flows_kept: FxHashSet<FlowId>,
     /// Each counter's last value before the window start, emitted at the start.
@@ -177,7 +178,7 @@ impl<S: Stage> Filter<S> {
             inner,
             spec,
             window,
-            open: FxHashMap::default(),
+            bound: BoundSlices::default(),
             process_ok: FxHashMap::default(),
             flows_kept: FxHashSet::default(),
             carried: FxHashMap::default(),
@@ -241,17 +242,9 @@ impl<S: Stage> Filter<S> {
         Ok(())
     }
 
-    /// Whether the slice a flow point binds to (the innermost open slice containing it) was kept.
+    /// Whether the slice the flow binder bound a point to was kept (yes when it has none).
     fn bound_slice_kept(&mut self, track: TrackId, ts: i64) -> bool {
-        match self.open.get_mut(&track) {
-            Some(stack) => {
-                while stack.last().is_some_and(|&(end, _)| end < ts) {
-                    stack.pop();
-                }
-                stack.last().is_none_or(|&(_, kept)| kept)
-            }
-            None => true,
-        }
+        self.bound.bound(track, ts).is_none_or(|kept| *kept)
     }
 
     fn keep_slice(
@@ -271,7 +264,7 @@ impl<S: Stage> Filter<S> {
                 .spec
                 .activity_ok_any(&activity_names(kind, defs.opt_str(s.cat)))
             && self.spec.name_ok(defs.str(s.name));
-        self.open.entry(s.track).or_default().push((end, keep));
+        self.bound.open(s.track, s.ts, end, keep);
         if !keep {
             return false;
         }

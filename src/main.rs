@@ -65,15 +65,26 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // A closed pipe (`tracex dump x | head`) is not a failure.
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) {
+            // A closed pipe (`tracex convert x - | head`) is not a failure: end quietly.
+            if broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
             term::error(format_args!("{e:#}"));
             ExitCode::from(1)
         }
     }
+}
+
+/// Whether the error is a write to a closed pipe, directly or inside the IR's error type (whose
+/// I/O variant is transparent, so the chain never shows the `io::Error` itself).
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        let io =
+            c.downcast_ref::<std::io::Error>()
+                .or(match c.downcast_ref::<tracex_ir::Error>() {
+                    Some(tracex_ir::Error::Io(io)) => Some(io),
+                    _ => None,
+                });
+        io.is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

@@ -5,7 +5,7 @@
 
 use anyhow::Context;
 use tracex_ir::format::{Format, InputKind, Options};
-use tracex_ir::nest::OverlapRouter;
+use tracex_ir::nest::{FlowBinder, OverlapRouter};
 use tracex_ir::order::Sorter;
 use tracex_ir::{
     Defs, Diagnostics, Event, EventOrder, ImportCtx, Location, NamePriority, Sink, Stage,
@@ -71,8 +71,8 @@ impl Stage for Tail<'_> {
 
 /// The stages in front of a sink, which they borrow: the caller reads its sink afterwards.
 pub enum Chain<'a> {
-    Direct(OverlapRouter<Tail<'a>>),
-    Sorted(Sorter<OverlapRouter<Tail<'a>>>),
+    Direct(OverlapRouter<FlowBinder<Tail<'a>>>),
+    Sorted(Sorter<OverlapRouter<FlowBinder<Tail<'a>>>>),
 }
 
 impl<'a> Chain<'a> {
@@ -82,7 +82,7 @@ impl<'a> Chain<'a> {
         } else {
             Tail::Filtered(Box::new(Filter::new(sink, filter)))
         };
-        let routed = OverlapRouter::new(tail);
+        let routed = OverlapRouter::new(FlowBinder::new(tail));
         if sort {
             Chain::Sorted(Sorter::with_budget(routed, mem_budget))
         } else {

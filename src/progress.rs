@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use tracex_ir::progress::Unit;
 use tracex_ir::Progress;
 
 pub struct Bar {
@@ -25,14 +26,19 @@ impl Bar {
         let s = stop.clone();
         let handle = std::thread::spawn(move || {
             let bar = ProgressBar::new(0);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{msg} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
-                )
-                .expect("template"),
-            );
+            let mut unit = None;
             bar.set_message(label);
             while !s.load(Ordering::Relaxed) {
+                // an importer says what it counts once it starts
+                let now = if items.iter().any(|p| p.unit() == Unit::Rows) {
+                    Unit::Rows
+                } else {
+                    Unit::Bytes
+                };
+                if unit != Some(now) {
+                    unit = Some(now);
+                    bar.set_style(ProgressStyle::with_template(template(now)).expect("template"));
+                }
                 let (done, total) = items
                     .iter()
                     .fold((0, 0), |(d, t), p| (d + p.done(), t + p.total()));
@@ -45,6 +51,18 @@ impl Bar {
         Bar {
             stop,
             handle: Some(handle),
+        }
+    }
+}
+
+/// The bar's template for what the inputs count: bytes of a file, or rows of a database.
+fn template(unit: Unit) -> &'static str {
+    match unit {
+        Unit::Bytes => {
+            "{msg} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})"
+        }
+        Unit::Rows => {
+            "{msg} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} rows ({per_sec}, eta {eta})"
         }
     }
 }
@@ -81,5 +99,18 @@ impl Drop for Bar {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_shown_as_rows() {
+        let rows = template(Unit::Rows);
+        assert!(rows.contains("rows") && !rows.contains("bytes"), "{rows}");
+        assert!(ProgressStyle::with_template(rows).is_ok());
+        assert!(template(Unit::Bytes).contains("{bytes}"));
     }
 }

@@ -87,7 +87,9 @@ fn edge_cases_have_the_expected_meaning() {
     assert!(d.contains("label=\"Spans\""), "{d}");
     assert!(d.contains("tid=140234234234567"), "{d}");
     assert!(d.contains("label=\"18446744073709551615\""), "{d}");
-    assert!(d.contains("label=\"25738\" name=\"python\""), "{d}");
+    // the string "25738" is the number 25738, as viewers read it: one thread, named
+    assert!(d.contains("tid=25738 name=\"python\""), "{d}");
+    assert!(!d.contains("label=\"25738\""), "{d}");
 
     let d = dump_with_diagnostics(&own("unterminated_array.json"));
     assert!(d.contains("diag chrome_unterminated count=1"), "{d}");

@@ -45,6 +45,19 @@ struct Launch {
     pid: i64,
 }
 
+/// A line of the uprobe profiler's extended folded text as the scripts split it
+/// (`line.strip().split(None, 5)`): five fields and the stack, or `None` where they skip it.
+fn cpu_fields(line: &str) -> Option<([&str; 5], &str)> {
+    let mut rest = line.trim();
+    let mut fields = [""; 5];
+    for f in &mut fields {
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        *f = &rest[..end];
+        rest = rest[end..].trim_start();
+    }
+    (!rest.is_empty() && fields.iter().all(|f| !f.is_empty())).then_some((fields, rest))
+}
+
 /// `merge_gpu_cpu_trace.py` restated: CPU lines split into five fields and the stack; frames
 /// trimmed, empty ones and `_start`, `__libc_start_main`, `<no-symbol>` dropped, the first
 /// `cudaLaunchKernel`/`__device_stub__` frame kept as `cudaLaunchKernel` and later ones dropped;
@@ -83,17 +96,9 @@ fn reference_merge(cpu: &str, gpu_events: &[Value], per_process: bool) -> BTreeM
     kernels.sort_by_key(|k| k.0);
     let mut out: BTreeMap<String, i64> = BTreeMap::new();
     for line in cpu.lines() {
-        let line = line.trim();
-        let mut rest = line;
-        let mut fields = Vec::new();
-        for _ in 0..5 {
-            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-            fields.push(&rest[..end]);
-            rest = rest[end..].trim_start();
-        }
-        if rest.is_empty() || fields.iter().any(|f| f.is_empty()) {
+        let Some((fields, rest)) = cpu_fields(line) else {
             continue;
-        }
+        };
         let (Ok(ts), Ok(pid)) = (fields[0].parse::<i64>(), fields[2].parse::<i64>()) else {
             continue;
         };
@@ -135,6 +140,154 @@ fn reference_merge(cpu: &str, gpu_events: &[Value], per_process: bool) -> BTreeM
         *out.entry(frames.join(";")).or_default() += 1;
     }
     out
+}
+
+/// The current upstream `merge_gpu_cpu_trace.py` (eunomia-bpf tutorial) restated, which
+/// `--weight gpu-us` reproduces: frames cleaned as in [`reference_merge`] except that
+/// `__device_stub__` frames are kept and only `cudaLaunchKernel` frames collapse; stacks grouped
+/// by (pid, tid) in order of first appearance, sorted by time; launches (a dict by correlation
+/// id, `ts`, `dur`, id > 0) go to the first thread of their pid, sorted by time; equal counts
+/// pair in order, else with the clock offset of the first launch and first stack and the
+/// tolerance in float µs; a pair with a kernel (the last of its correlation id) adds
+/// `int(end_us - start_us)`. Returns stack → weight, zero weights left out (tracex writes none).
+fn upstream_merge(cpu: &str, gpu_events: &[PyEvent]) -> BTreeMap<String, i64> {
+    // correlation id -> (start µs, pid), in first-insertion order as a Python dict
+    let mut launches: Vec<(i64, f64, i64)> = Vec::new();
+    let mut kernels: BTreeMap<i64, (String, f64, f64)> = BTreeMap::new();
+    for PyEvent { v: e, ts, dur } in gpu_events {
+        let (ts, dur) = (*ts, *dur);
+        let name = e["name"].as_str().unwrap_or("");
+        let cat = e["cat"].as_str().unwrap_or("");
+        let corr = e["args"]["correlationId"].as_i64().unwrap_or(0);
+        if !(ts > 0.0 && dur > 0.0 && corr > 0) {
+            continue;
+        }
+        if cat == "CUDA_Runtime" && name.contains("LaunchKernel") {
+            let l = (corr, ts, e["pid"].as_i64().unwrap_or(0));
+            match launches.iter_mut().find(|x| x.0 == corr) {
+                Some(x) => *x = l,
+                None => launches.push(l),
+            }
+        } else if cat == "GPU_Kernel" || name.starts_with("Kernel:") {
+            // sorted by id (stably) then put in a dict: the last of an id wins
+            kernels.insert(corr, (name.replace("Kernel: ", ""), ts, ts + dur));
+        }
+    }
+    // (pid, tid) and its stacks: (time, frames)
+    type Stacks = Vec<(i64, Vec<String>)>;
+    let mut threads: Vec<((i64, i64), Stacks)> = Vec::new();
+    for line in cpu.lines() {
+        let Some((fields, rest)) = cpu_fields(line) else {
+            continue;
+        };
+        let (Ok(ts), Ok(pid), Ok(tid), Ok(_)) = (
+            fields[0].parse::<i64>(),
+            fields[2].parse::<i64>(),
+            fields[3].parse::<i64>(),
+            fields[4].parse::<i64>(),
+        ) else {
+            continue;
+        };
+        let mut frames: Vec<String> = Vec::new();
+        let mut seen_launch = false;
+        for f in rest.split(';').map(str::trim) {
+            if f.is_empty() || ["<no-symbol>", "_start", "__libc_start_main"].contains(&f) {
+                continue;
+            }
+            if f.contains("cudaLaunchKernel") && !f.contains("__device_stub__") {
+                if !seen_launch {
+                    frames.push("cudaLaunchKernel".into());
+                    seen_launch = true;
+                }
+            } else {
+                frames.push(f.to_string());
+            }
+        }
+        if frames.is_empty() {
+            continue;
+        }
+        match threads.iter_mut().find(|t| t.0 == (pid, tid)) {
+            Some(t) => t.1.push((ts, frames)),
+            None => threads.push(((pid, tid), vec![(ts, frames)])),
+        }
+    }
+    let mut by_thread: Vec<Vec<(i64, f64)>> = vec![Vec::new(); threads.len()];
+    for &(corr, start, pid) in &launches {
+        if pid > 0 {
+            if let Some(t) = threads.iter().position(|t| t.0 .0 == pid) {
+                by_thread[t].push((corr, start));
+            }
+        }
+    }
+    let tolerance_us = TOLERANCE_NS as f64 / 1000.0;
+    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+    let mut add = |frames: &[String], corr: i64| -> bool {
+        let Some((name, start, end)) = kernels.get(&corr) else {
+            return false;
+        };
+        let key = format!("{};[GPU_Kernel]{name}", frames.join(";"));
+        *out.entry(key).or_default() += (end - start) as i64;
+        true
+    };
+    for (t, (_, stacks)) in threads.iter_mut().enumerate() {
+        stacks.sort_by_key(|s| s.0);
+        let gpu = &mut by_thread[t];
+        gpu.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap());
+        if gpu.is_empty() {
+            continue;
+        }
+        if stacks.len() == gpu.len() {
+            for (s, l) in stacks.iter().zip(gpu.iter()) {
+                add(&s.1, l.0);
+            }
+            continue;
+        }
+        let offset = gpu[0].1 - stacks[0].0 as f64 / 1000.0;
+        let mut i = 0;
+        for (ts, frames) in stacks.iter() {
+            let cpu_us = *ts as f64 / 1000.0 + offset;
+            while i < gpu.len() && cpu_us - gpu[i].1 > tolerance_us {
+                i += 1;
+            }
+            if i >= gpu.len() {
+                continue;
+            }
+            if (cpu_us - gpu[i].1).abs() <= tolerance_us && add(frames, gpu[i].0) {
+                i += 1;
+            }
+        }
+    }
+    out.retain(|_, w| *w != 0);
+    out
+}
+
+/// A trace event with its `ts` and `dur` as Python's `json` reads them: the float nearest the
+/// text (serde_json's default parse of long decimals can be a step off).
+struct PyEvent {
+    v: Value,
+    ts: f64,
+    dur: f64,
+}
+
+fn py_events_of(json_path: &Path) -> Vec<PyEvent> {
+    use serde_json::value::RawValue;
+    let text = std::fs::read_to_string(json_path).unwrap();
+    let doc: BTreeMap<String, &RawValue> = serde_json::from_str(&text).unwrap();
+    let events: Vec<BTreeMap<String, &RawValue>> =
+        serde_json::from_str(doc["traceEvents"].get()).unwrap();
+    let number = |e: &BTreeMap<String, &RawValue>, k: &str| {
+        e.get(k)
+            .and_then(|r| r.get().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    events
+        .iter()
+        .map(|e| PyEvent {
+            v: serde_json::to_value(e).unwrap(),
+            ts: number(e, "ts"),
+            dur: number(e, "dur"),
+        })
+        .collect()
 }
 
 fn events_of(json_path: &Path) -> Vec<Value> {
@@ -602,6 +755,70 @@ fn generated_merge_matches_the_reference() {
         }
     }
     assert_eq!(outputs[0], outputs[1]);
+}
+
+/// `--weight gpu-us` gives the lines of the current upstream merge: on the fixtures (one
+/// thread, as many stacks as launches: paired in order), on two processes, on generated inputs
+/// and on the corpus's CUPTI JSON with stacks made from its launches (some missed: paired by
+/// time after the clock offset).
+#[test]
+fn gpu_us_matches_the_current_upstream_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu_us = &["--weight", "gpu-us"][..];
+    let mut checked = Vec::new();
+    let mut check = |cpu: &Path, gpu_inputs: &[&Path], events: &[PyEvent], what: &str| {
+        let expected = upstream_merge(&std::fs::read_to_string(cpu).unwrap(), events);
+        assert!(!expected.is_empty(), "{what}: nothing matched");
+        let mut inputs = vec![cpu];
+        inputs.extend_from_slice(gpu_inputs);
+        let got = counts(&merge(&inputs, gpu_us, dir.path()));
+        assert_eq!(got, expected, "{what}");
+        checked.push(format!("{what} ({} lines)", expected.len()));
+    };
+    check(
+        &own("app_cpu.txt"),
+        &[&own("app_gpu.json")],
+        &py_events_of(&own("app_gpu.json")),
+        "fixture",
+    );
+    let mut events = py_events_of(&own("app_gpu.json"));
+    events.extend(py_events_of(&own("worker_gpu.json")));
+    check(
+        &own("two_procs_cpu.txt"),
+        &[&own("app_gpu.json"), &own("worker_gpu.json")],
+        &events,
+        "two processes",
+    );
+    let cpu = dir.path().join("cpu.txt");
+    let gpu = dir.path().join("gpu.json");
+    tracex_gen::cupti::run(&tracex_gen::cupti::Args {
+        launches: 3_000,
+        processes: 1,
+        cpu: s(&cpu).into(),
+        gpu: s(&gpu).into(),
+        gpu_format: tracex_gen::cupti::GpuFormat::Json,
+    })
+    .unwrap();
+    check(&cpu, &[&gpu], &py_events_of(&gpu), "generated");
+    for suffix in ["gpu_final.gpuperf-convert.json", "xpu-perf-trace.json"] {
+        let Some(gpu) = corpus_cupti(suffix) else {
+            continue;
+        };
+        let cpu = dir.path().join("cpu_results.txt");
+        std::fs::write(&cpu, synthesize_cpu(&events_of(&gpu))).unwrap();
+        check(&cpu, &[&gpu], &py_events_of(&gpu), suffix);
+    }
+    // the default is still the original's count of stacks
+    let counted = counts(&merge(
+        &[&own("app_cpu.txt"), &own("app_gpu.json")],
+        &[],
+        dir.path(),
+    ));
+    assert_eq!(counted.values().sum::<i64>(), 6);
+    eprintln!(
+        "gpu-us parity with the upstream merge: {}",
+        checked.join(", ")
+    );
 }
 
 #[test]

@@ -263,7 +263,9 @@ fn own_databases_mean_what_they_should() {
         "K6@3000/enclosing -> K1@3500/enclosing",
         "K5@1600/enclosing -> K2@5000/enclosing",
         "K5@2000/enclosing -> K0@2200/enclosing",
-        "K5@2200/enclosing -> K2@2210/enclosing",
+        // this kernel overlaps another on its stream and is on an overflow lane: the flow's
+        // end moved there with it (nest::FlowBinder)
+        "K5@2200/enclosing -> K3@2210/enclosing",
     ] {
         assert!(d.contains(flow), "missing flow {flow} in\n{d}");
     }

@@ -132,6 +132,30 @@ fn validate(anchor: &Path, what: &str) -> bool {
     ran
 }
 
+/// The other readers of otf2-tools: `otf2-marker` reads the marker file, `otf2-snapshots`
+/// reads every event to append snapshots (it refuses an archive it cannot read through), and
+/// the archive it leaves must still pass `otf2-print -Werror`.
+fn otf2_tools_read(anchor: &Path, what: &str) {
+    for (name, args) in [("otf2-marker", vec![]), ("otf2-snapshots", vec!["-n", "3"])] {
+        let Some(t) = tool(name) else {
+            continue;
+        };
+        let out = Command::new(t).args(&args).arg(anchor).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{name} rejects the archive of {what}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    if let Some((ok, out)) = otf2_print(&["--silent", "-Werror"], anchor) {
+        assert!(
+            ok,
+            "otf2-print -Werror rejects {what} after otf2-snapshots:\n{out}"
+        );
+    }
+}
+
 /// Converts `input` to `out` (OTF2) and checks it against the input's dump: both validators
 /// pass, and each location has as many Enters as its track has slices and instants.
 fn convert_and_check(input: &Path, out: &Path) -> bool {
@@ -157,6 +181,7 @@ fn convert_and_check(input: &Path, out: &Path) -> bool {
             "{what}: every Enter is left"
         );
     }
+    otf2_tools_read(&anchor, &what);
     true
 }
 
@@ -166,7 +191,7 @@ fn convert_and_check(input: &Path, out: &Path) -> bool {
 fn every_archive_passes_otf2_print_and_the_checker() {
     let dir = tempfile::tempdir().unwrap();
     let mut inputs: Vec<PathBuf> = Vec::new();
-    for sub in ["chrome", "nsys", "otf2"] {
+    for sub in ["chrome", "nsys", "cupti", "otf2", "folded"] {
         inputs.extend(corpus_files(sub));
     }
     inputs.extend(own_inputs());
@@ -179,6 +204,11 @@ fn every_archive_passes_otf2_print_and_the_checker() {
             .unwrap();
         if !o.status.success() {
             let err = String::from_utf8_lossy(&o.stderr);
+            // untimed stacks are refused rather than written as an archive no reader opens
+            if err.contains("samples have no time") {
+                assert!(!out.exists(), "{}: output left", input.display());
+                continue;
+            }
             // formats whose importer is not in this build (nsys before its merge)
             assert!(
                 err.contains("no format recognised"),
@@ -577,4 +607,27 @@ proptest! {
         export(t, &out);
         prop_assert_eq!(expected, import_archive(&out));
     }
+}
+
+/// Untimed samples (folded stacks) have no place on an OTF2 timeline: refused with a clear
+/// error instead of an archive without locations that no OTF2 reader opens.
+#[test]
+fn folded_input_is_refused_with_what_to_use_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.otf2");
+    let input = root().join("fixtures/folded/stacks.folded");
+    let err = run_err(&["convert", input.to_str().unwrap(), out.to_str().unwrap()]);
+    assert!(err.contains("no time") && err.contains("instead"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "output left behind"
+    );
+    let err = run_err(&[
+        "convert",
+        "--strict",
+        input.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert!(err.contains("OTF2"), "{err}");
 }

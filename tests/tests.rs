@@ -2,7 +2,10 @@
 
 mod common;
 
+mod analysers;
+
 mod chrome;
+mod chrome_output;
 mod cli;
 mod cupti;
 mod filters;
@@ -14,3 +17,5 @@ mod nsys;
 mod otf2;
 mod ship;
 mod stats;
+mod trace_processor;
+mod viewers;

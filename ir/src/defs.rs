@@ -3,6 +3,8 @@
 //! them. Names can change until `finish`, so exporters write names last. Diagnostics are kept
 //! apart, in [`crate::Diagnostics`], so that a sink can count them without changing definitions.
 
+use rustc_hash::FxHashSet;
+
 use crate::event::FlowId;
 use crate::model::{
     Arg, Args, Clock, CounterDef, CounterId, NamePriority, Process, ProcessId, StackId, Thread,
@@ -23,6 +25,9 @@ pub struct Defs {
     pub meta: Args,
     pub clock: Clock,
     next_flow: u64,
+    next_renumbered_flow: u64,
+    /// Every flow id handed out, so that ids kept from an input stay unique.
+    used_flows: FxHashSet<u64>,
     global_track: Option<TrackId>,
 }
 
@@ -148,8 +153,32 @@ impl Defs {
 
     /// A new flow id, unique in this trace.
     pub fn new_flow_id(&mut self) -> FlowId {
-        self.next_flow += 1;
-        FlowId(self.next_flow)
+        loop {
+            self.next_flow += 1;
+            if self.used_flows.insert(self.next_flow) {
+                return FlowId(self.next_flow);
+            }
+        }
+    }
+
+    /// The id of a flow whose input gave it the id `source` (a Kineto correlation id, a Chrome
+    /// flow id): kept when no other flow of this trace has it yet, as tools that join a launch to
+    /// its kernel by flow id need. Otherwise (or without `source`) a new id; the flag says the
+    /// source id was taken. Renumbered ids start at 2^32, above the 32-bit ids producers write.
+    pub fn flow_id(&mut self, source: Option<u64>) -> (FlowId, bool) {
+        let Some(src) = source else {
+            return (self.new_flow_id(), false);
+        };
+        if self.used_flows.insert(src) {
+            return (FlowId(src), false);
+        }
+        self.next_renumbered_flow = self.next_renumbered_flow.max(1 << 32);
+        loop {
+            self.next_renumbered_flow += 1;
+            if self.used_flows.insert(self.next_renumbered_flow) {
+                return (FlowId(self.next_renumbered_flow), true);
+            }
+        }
     }
 
     /// Sets a process name unless a name of higher priority is already there.

@@ -137,6 +137,105 @@ impl<S: Stage> Stage for OverlapRouter<S> {
     }
 }
 
+/// Moves each flow point onto the track of the slice it binds to, once, right behind the
+/// [`OverlapRouter`]: a point that binds to the enclosing slice goes to the lane where that
+/// slice now is, so viewers (which bind by thread and time) and the sinks behind (the filter,
+/// `stats`, the folded GPU join, which bind by track and time) all see the arrow on the slice the
+/// input bound it to. The slice is the innermost one containing the point's time on the point's
+/// track or any of its overflow lanes (the one begun last). Points bound to the next slice
+/// (`FlowBind::Next`) stay where they are: their slice has not arrived yet.
+pub struct FlowBinder<S> {
+    inner: S,
+    /// Per strict root track, the slices that may still contain a point: (start, end, track).
+    open: FxHashMap<TrackId, Vec<(Ts, Ts, TrackId)>>,
+}
+
+impl<S: Stage> FlowBinder<S> {
+    pub fn new(inner: S) -> Self {
+        FlowBinder {
+            inner,
+            open: FxHashMap::default(),
+        }
+    }
+
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S: Stage> Stage for FlowBinder<S> {
+    fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, mut event: Event) -> Result<()> {
+        match &mut event {
+            Event::Slice(s) => {
+                let root = defs.root_track(s.track);
+                if defs.track(root).is_strict() {
+                    let open = self.open.entry(root).or_default();
+                    // slices ended before this one starts can contain no later point
+                    open.retain(|&(_, end, _)| end >= s.ts);
+                    open.push((s.ts, s.end_or(i64::MAX), s.track));
+                }
+            }
+            Event::Flow(f) if f.bind == crate::event::FlowBind::Enclosing => {
+                let root = defs.root_track(f.track);
+                if let Some(open) = self.open.get(&root) {
+                    let bound = open
+                        .iter()
+                        .rev()
+                        .find(|&&(start, end, _)| start <= f.ts && f.ts <= end);
+                    if let Some(&(_, _, track)) = bound {
+                        f.track = track;
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.inner.push(defs, diag, event)
+    }
+
+    fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> Result<()> {
+        self.inner.end(defs, diag)
+    }
+}
+
+/// The slice each flow point is bound to, for a sink behind the [`FlowBinder`]: the binder has
+/// put every point bound to its enclosing slice onto that slice's lane, so the binding is the
+/// innermost slice open on the point's own track at its time (an end time included), and no
+/// sink searches other lanes or decides again. Fed every slice in stream order, it keeps per
+/// track only the slices still open (at most the nesting depth), each with a value of the
+/// sink's (whether the filter kept it, a GPU duration).
+pub struct BoundSlices<T> {
+    open: FxHashMap<TrackId, Vec<(Ts, T)>>,
+}
+
+impl<T> Default for BoundSlices<T> {
+    fn default() -> Self {
+        BoundSlices {
+            open: FxHashMap::default(),
+        }
+    }
+}
+
+impl<T> BoundSlices<T> {
+    /// A slice `[start, end]` on `track` (`end` `i64::MAX` for one that never ended).
+    pub fn open(&mut self, track: TrackId, start: Ts, end: Ts, value: T) {
+        let open = self.open.entry(track).or_default();
+        while open.last().is_some_and(|&(e, _)| e < start) {
+            open.pop();
+        }
+        open.push((end, value));
+    }
+
+    /// The value of the slice a point at `ts` on `track` (bound to its enclosing slice) is bound
+    /// to, if one is open there.
+    pub fn bound(&mut self, track: TrackId, ts: Ts) -> Option<&mut T> {
+        let open = self.open.get_mut(&track)?;
+        while open.last().is_some_and(|&(e, _)| e < ts) {
+            open.pop();
+        }
+        open.last_mut().map(|(_, v)| v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +299,71 @@ mod tests {
                 Event::Slice(Slice::new(t, 4, 1, StrId(0)))
             )
             .is_err());
+    }
+
+    #[test]
+    fn flow_points_follow_their_slice_to_its_lane() {
+        use crate::event::{FlowBind, FlowId, FlowPoint, FlowRole};
+        let mut d = Defs::new();
+        let mut diag = Diagnostics::default();
+        let p = d.add_process(Process::default());
+        let th = d.add_thread(p, Some(1), None);
+        let t = d.thread(th).track;
+        let mut r = OverlapRouter::new(FlowBinder::new(MemSink::default()));
+        let point = |ts| {
+            Event::Flow(FlowPoint {
+                id: FlowId(1),
+                role: FlowRole::End,
+                track: t,
+                ts,
+                bind: FlowBind::Enclosing,
+                name: None,
+                cat: None,
+            })
+        };
+        // [4,12] overlaps [0,10] and goes to lane 1; points inside it follow it there, a point
+        // inside [0,10] before [4,12] began stays
+        r.push(
+            &mut d,
+            &mut diag,
+            Event::Slice(Slice::new(t, 0, 10, StrId(0))),
+        )
+        .unwrap();
+        r.push(&mut d, &mut diag, point(2)).unwrap();
+        r.push(
+            &mut d,
+            &mut diag,
+            Event::Slice(Slice::new(t, 4, 8, StrId(0))),
+        )
+        .unwrap();
+        r.push(&mut d, &mut diag, point(6)).unwrap();
+        r.push(&mut d, &mut diag, point(11)).unwrap();
+        r.end(&mut d, &mut diag).unwrap();
+        let o1 = OverflowTracks::default().get(&mut d, t, 1);
+        let tracks: Vec<TrackId> = r
+            .into_inner()
+            .into_inner()
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Flow(_)))
+            .map(|e| e.track().unwrap())
+            .collect();
+        assert_eq!(tracks, vec![t, o1, o1]);
+    }
+
+    #[test]
+    fn bound_slices_give_the_innermost_open_slice_of_the_track() {
+        let (t, u) = (TrackId(0), TrackId(1));
+        let mut b = BoundSlices::default();
+        b.open(t, 0, 100, "outer");
+        b.open(t, 10, 20, "inner");
+        b.open(u, 10, 50, "other lane");
+        assert_eq!(b.bound(t, 15).copied(), Some("inner"));
+        assert_eq!(b.bound(t, 20).copied(), Some("inner"), "an end time binds");
+        assert_eq!(b.bound(t, 21).copied(), Some("outer"));
+        assert_eq!(b.bound(u, 30).copied(), Some("other lane"));
+        assert_eq!(b.bound(t, 101), None);
+        assert_eq!(b.bound(TrackId(2), 5), None);
     }
 
     #[test]

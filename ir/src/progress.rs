@@ -1,11 +1,20 @@
 //! A progress counter an importer advances and the CLI may show; cheap enough to update often.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// What a progress counter counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Bytes,
+    /// Rows of a database (nsys).
+    Rows,
+}
 
 #[derive(Debug, Default)]
 pub struct Progress {
     done: AtomicU64,
     total: AtomicU64,
+    rows: AtomicBool,
 }
 
 impl Progress {
@@ -32,6 +41,19 @@ impl Progress {
 
     pub fn done(&self) -> u64 {
         self.done.load(Ordering::Relaxed)
+    }
+
+    /// Says what `done` and `total` count (bytes unless set).
+    pub fn set_unit(&self, unit: Unit) {
+        self.rows.store(unit == Unit::Rows, Ordering::Relaxed);
+    }
+
+    pub fn unit(&self) -> Unit {
+        if self.rows.load(Ordering::Relaxed) {
+            Unit::Rows
+        } else {
+            Unit::Bytes
+        }
     }
 
     pub fn total(&self) -> u64 {

@@ -5,8 +5,8 @@ use std::hash::Hash;
 use rustc_hash::FxHashMap;
 
 use crate::defs::Defs;
-use crate::diag::Location;
-use crate::event::{FlowBind, FlowPoint, FlowRole, Slice};
+use crate::diag::{kinds, Diagnostics, Location};
+use crate::event::{FlowBind, FlowId, FlowPoint, FlowRole, Slice};
 use crate::model::TrackId;
 use crate::strings::StrId;
 use crate::time::Ts;
@@ -71,7 +71,7 @@ pub struct PendingFlowPoint {
     pub location: Location,
 }
 
-/// Result of [`FlowPairer::pair`]: complete chains with fresh ids, plus what had no partner.
+/// Result of [`FlowPairer::pair`]: complete chains, plus what had no partner.
 #[derive(Debug, Default)]
 pub struct FlowPairing {
     /// Points of complete chains, each chain contiguous and in time order.
@@ -84,78 +84,140 @@ pub struct FlowPairing {
 }
 
 /// Pairs flow points by key in time order (file order at equal time), as viewers do: a start
-/// opens a chain, steps extend it, an end closes it; a key may be reused after its end.
+/// opens a chain, steps extend it, an end closes it; a key may be reused after its end. An end
+/// with nothing open whose start follows it at the same timestamp is paired with that start.
 #[derive(Debug)]
 pub struct FlowPairer<K> {
     points: Vec<(K, u64, PendingFlowPoint)>,
+    /// The input's id of each point (by push order), where it has a numeric one.
+    source_ids: Vec<Option<u64>>,
 }
 
 impl<K> Default for FlowPairer<K> {
     fn default() -> Self {
-        FlowPairer { points: Vec::new() }
+        FlowPairer {
+            points: Vec::new(),
+            source_ids: Vec::new(),
+        }
+    }
+}
+
+fn note(slot: &mut (u64, Option<Location>), at: &Location) {
+    slot.0 += 1;
+    if slot.1.is_none() {
+        slot.1 = Some(at.clone());
     }
 }
 
 impl<K: Hash + Eq + Clone> FlowPairer<K> {
     pub fn push(&mut self, key: K, point: PendingFlowPoint) {
+        self.push_with_id(key, None, point);
+    }
+
+    /// Like `push`, with the input's own numeric id of the flow, which the flow keeps when it
+    /// is unique in the trace ([`Defs::flow_id`]).
+    pub fn push_with_id(&mut self, key: K, source_id: Option<u64>, point: PendingFlowPoint) {
         let seq = self.points.len() as u64;
         self.points.push((key, seq, point));
+        self.source_ids.push(source_id);
     }
 
     pub fn is_empty(&self) -> bool {
         self.points.is_empty()
     }
 
-    /// Pairs everything pushed so far; new flow ids come from `defs`.
-    pub fn pair(self, defs: &mut Defs) -> FlowPairing {
-        let mut points = self.points;
-        points.sort_by_key(|(_, seq, p)| (p.ts, *seq));
-        let mut open: FxHashMap<K, Vec<PendingFlowPoint>> = FxHashMap::default();
+    /// Pairs everything pushed so far. Each flow keeps the id of its start where the input gave
+    /// one and no other flow has it; the others get new ids from `defs`.
+    pub fn pair(self, defs: &mut Defs, diag: &mut Diagnostics) -> FlowPairing {
+        let source_ids = self.source_ids;
+        let mut points: Vec<(K, u64, Option<PendingFlowPoint>)> = self
+            .points
+            .into_iter()
+            .map(|(k, seq, p)| (k, seq, Some(p)))
+            .collect();
+        points.sort_by_key(|(_, seq, p)| (p.as_ref().map_or(0, |p| p.ts), *seq));
+        let mut open: FxHashMap<K, (Option<u64>, Vec<PendingFlowPoint>)> = FxHashMap::default();
+        let mut chains: Vec<(Option<u64>, Vec<PendingFlowPoint>)> = Vec::new();
         let mut out = FlowPairing::default();
-        fn note(slot: &mut (u64, Option<Location>), at: &Location) {
-            slot.0 += 1;
-            if slot.1.is_none() {
-                slot.1 = Some(at.clone());
-            }
-        }
-        for (key, _, p) in points {
+        let mut end_first = (0, None);
+        for i in 0..points.len() {
+            let Some(p) = points[i].2.take() else {
+                continue; // a start already paired with an end before it
+            };
+            let (key, seq) = (points[i].0.clone(), points[i].1);
+            let id = source_ids[seq as usize];
             match p.role {
                 FlowRole::Start => {
-                    if let Some(prev) = open.insert(key, vec![p]) {
-                        close_chain(prev, defs, &mut out);
+                    if let Some(prev) = open.insert(key, (id, vec![p])) {
+                        chains.push(prev);
                     }
                 }
                 FlowRole::Step => match open.get_mut(&key) {
-                    Some(chain) => chain.push(p),
+                    Some((_, chain)) => chain.push(p),
                     None => note(&mut out.end_without_start, &p.location),
                 },
                 FlowRole::End => match open.remove(&key) {
-                    Some(mut chain) => {
+                    Some((id, mut chain)) => {
                         chain.push(p);
-                        close_chain(chain, defs, &mut out);
+                        chains.push((id, chain));
                     }
-                    None => note(&mut out.end_without_start, &p.location),
+                    None => {
+                        // its start may follow it in the file at the same time
+                        let start = points[i + 1..]
+                            .iter()
+                            .take_while(|(_, _, q)| q.as_ref().is_none_or(|q| q.ts == p.ts))
+                            .position(|(k, _, q)| {
+                                *k == key && q.as_ref().is_some_and(|q| q.role == FlowRole::Start)
+                            });
+                        match start {
+                            Some(j) => {
+                                let (_, sseq, q) = &mut points[i + 1 + j];
+                                let s = q.take().expect("start");
+                                note(&mut end_first, &p.location);
+                                chains.push((source_ids[*sseq as usize], vec![s, p]));
+                            }
+                            None => note(&mut out.end_without_start, &p.location),
+                        }
+                    }
                 },
             }
         }
-        let mut rest: Vec<Vec<PendingFlowPoint>> = open.into_values().collect();
-        rest.sort_by_key(|c| (c[0].ts, c[0].track));
-        for chain in rest {
-            close_chain(chain, defs, &mut out);
+        let mut rest: Vec<(Option<u64>, Vec<PendingFlowPoint>)> = open.into_values().collect();
+        rest.sort_by_key(|(_, c)| (c[0].ts, c[0].track));
+        chains.extend(rest);
+        if let Some(at) = end_first.1 {
+            diag.record_n(
+                &kinds::FLOW_END_FIRST_AT_SAME_TIME,
+                end_first.0,
+                at,
+                None::<String>,
+            );
+        }
+        // Ids: first every chain that can keep its input's id, then new ids for the rest, so
+        // that a new id never takes an id a later chain brings.
+        let mut ids: Vec<Option<FlowId>> = vec![None; chains.len()];
+        for (i, (src, chain)) in chains.iter().enumerate() {
+            if chain.len() >= 2 && src.is_some() {
+                let (id, renumbered) = defs.flow_id(*src);
+                if renumbered {
+                    diag.record(&kinds::FLOW_ID_RENUMBERED, chain[0].location.clone());
+                }
+                ids[i] = Some(id);
+            }
+        }
+        for (i, (_, chain)) in chains.into_iter().enumerate() {
+            if chain.len() < 2 {
+                note(&mut out.start_without_end, &chain[0].location);
+                continue;
+            }
+            let id = ids[i].unwrap_or_else(|| defs.new_flow_id());
+            emit_chain(id, chain, &mut out);
         }
         out
     }
 }
 
-fn close_chain(chain: Vec<PendingFlowPoint>, defs: &mut Defs, out: &mut FlowPairing) {
-    if chain.len() < 2 {
-        out.start_without_end.0 += 1;
-        if out.start_without_end.1.is_none() {
-            out.start_without_end.1 = Some(chain[0].location.clone());
-        }
-        return;
-    }
-    let id = defs.new_flow_id();
+fn emit_chain(id: FlowId, chain: Vec<PendingFlowPoint>, out: &mut FlowPairing) {
     let last = chain.len() - 1;
     out.flows += 1;
     for (i, p) in chain.into_iter().enumerate() {
@@ -219,7 +281,7 @@ mod tests {
         p.push("c", pt(FlowRole::Start, 1)); // no end
         p.push("a", pt(FlowRole::Start, 30)); // id reused after its end
         p.push("a", pt(FlowRole::Step, 35));
-        let r = p.pair(&mut d);
+        let r = p.pair(&mut d, &mut Diagnostics::default());
         assert_eq!(r.flows, 2);
         assert_eq!(r.end_without_start.0, 1);
         assert_eq!(r.start_without_end.0, 1);
@@ -234,5 +296,52 @@ mod tests {
             ]
         );
         assert_ne!(r.points[0].id, r.points[2].id);
+    }
+
+    #[test]
+    fn end_before_its_start_at_the_same_time_pairs() {
+        let mut d = Defs::new();
+        let mut diag = Diagnostics::default();
+        let mut p = FlowPairer::default();
+        // Kineto writes some `f` before their `s` at the same timestamp
+        p.push("a", pt(FlowRole::End, 10));
+        p.push("a", pt(FlowRole::Start, 10));
+        // a real orphan end at the same time as an unrelated start stays an orphan
+        p.push("b", pt(FlowRole::End, 10));
+        p.push("c", pt(FlowRole::Start, 10));
+        let r = p.pair(&mut d, &mut diag);
+        assert_eq!(r.flows, 1);
+        assert_eq!(r.end_without_start.0, 1);
+        assert_eq!(r.start_without_end.0, 1);
+        let roles: Vec<_> = r.points.iter().map(|p| p.role).collect();
+        assert_eq!(roles, vec![FlowRole::Start, FlowRole::End]);
+        assert_eq!(diag.count("flow_end_first_at_same_time"), 1);
+    }
+
+    #[test]
+    fn source_ids_are_kept_unless_taken() {
+        let mut d = Defs::new();
+        let mut diag = Diagnostics::default();
+        let mut p = FlowPairer::default();
+        for (key, id, ts) in [("a", 7, 0), ("b", 3, 1), ("a", 7, 5)] {
+            p.push_with_id(key, Some(id), pt(FlowRole::Start, ts));
+            p.push_with_id(key, Some(id), pt(FlowRole::End, ts + 1));
+        }
+        p.push("x", pt(FlowRole::Start, 20));
+        p.push("x", pt(FlowRole::End, 21));
+        let r = p.pair(&mut d, &mut diag);
+        let ids: Vec<u64> = r.points.iter().step_by(2).map(|p| p.id.0).collect();
+        // the second flow with id 7 is renumbered above 2^32; the id-less one gets a fresh id
+        // that is neither 3 nor 7
+        assert_eq!(&ids[..2], &[7, 3]);
+        assert!(ids[2] > 1 << 32);
+        assert!(![3, 7].contains(&ids[3]));
+        assert_eq!(diag.count("flow_id_renumbered"), 1);
+        // a second input with the same ids is renumbered too
+        let mut p2 = FlowPairer::default();
+        p2.push_with_id("a", Some(3), pt(FlowRole::Start, 0));
+        p2.push_with_id("a", Some(3), pt(FlowRole::End, 1));
+        let r2 = p2.pair(&mut d, &mut diag);
+        assert_ne!(r2.points[0].id.0, 3);
     }
 }

@@ -26,6 +26,9 @@ pub enum WeightArg {
     Us,
     /// GPU time of each kernel or copy in ns (GPU view)
     GpuNs,
+    /// Whole µs of each kernel, CPU stacks matched per thread as today's upstream
+    /// merge_gpu_cpu_trace.py does (GPU view)
+    GpuUs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -50,7 +53,7 @@ pub struct FoldedArgs {
     pub fold: FoldArg,
 
     /// The count after each stack (default: samples; ns for timelines; gpu-ns for GPU work
-    /// found through backtraces)
+    /// found through backtraces; gpu-us: the current upstream GPU merge)
     #[arg(long, value_enum, value_name = "WEIGHT")]
     pub weight: Option<WeightArg>,
 
@@ -96,6 +99,7 @@ impl FoldedArgs {
             WeightArg::Ns => Weight::Ns,
             WeightArg::Us => Weight::Us,
             WeightArg::GpuNs => Weight::GpuNs,
+            WeightArg::GpuUs => Weight::GpuUs,
         });
         e.prefix.process = self.prefix.contains(&PrefixArg::Process);
         e.prefix.thread = self.prefix.contains(&PrefixArg::Thread);

@@ -22,6 +22,8 @@ pub struct ExportOptions {
     /// gzip level 0–9.
     pub gzip_level: u32,
     pub flows: FlowStyle,
+    /// Kineto's categories, args and flow names on GPU work and CUDA calls (`--kineto`).
+    pub kineto: bool,
 }
 
 impl Default for ExportOptions {
@@ -30,6 +32,7 @@ impl Default for ExportOptions {
             gzip: None,
             gzip_level: 1,
             flows: FlowStyle::Events,
+            kineto: false,
         }
     }
 }

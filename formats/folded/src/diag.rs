@@ -32,7 +32,7 @@ tracex_ir::kinds! {
     ZERO_WEIGHT = "folded_zero_weight", Info,
         "a stack's total weight was 0 (or below one unit of --weight); it was not written";
     FRAME_RENAMED = "folded_frame_renamed", Warning,
-        "a frame name contained ';' or a line break, which would change the stack when read back; they were replaced by ':' and ' '";
+        "a frame name contained ';' or a line break, which would change the stack when read back, or a stack's first frame began with '#', which makes folded readers (inferno, tracex) skip the line as a comment; they were replaced by ':', ' ' and '＃' (U+FF03)";
     NOT_FOLDED = "folded_events_not_in_view", Info,
         "events that the chosen view (--fold) does not fold were left out: slices when folding samples, samples when folding timelines, CPU samples that were not caught at a launch in the GPU view";
     NON_THREAD_SLICES = "folded_non_thread_slices", Info,
@@ -42,7 +42,7 @@ tracex_ir::kinds! {
     MIXED_DIFFERENTIAL = "folded_mixed_differential", Warning,
         "differential (two-count) and plain samples were mixed; plain lines were written with the second column's weights and the first column was dropped";
     GPU_LAUNCH_PENDING = "folded_gpu_launch_pending", Info,
-        "a CPU stack caught at a kernel launch had no launch call within the tolerance in its process, or the launch had no GPU work; it ends in [GPU_Launch_Pending] (weight 0 with --weight gpu-ns, so not written then)";
+        "a CPU stack caught at a kernel launch had no launch call within the tolerance in its process, or the launch had no GPU work; it ends in [GPU_Launch_Pending] (weight 0 with --weight gpu-ns, so not written then; with --weight gpu-us: a stack the upstream matching pairs with no launch or with one without a kernel, not written)";
     GPU_WORK_WITHOUT_STACK = "folded_gpu_work_without_stack", Warning,
         "GPU work whose launching call has no CPU stack (no backtrace, no matching uprobe sample) is not in the GPU flame graph; --summary gives its total time";
 }

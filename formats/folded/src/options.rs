@@ -46,6 +46,9 @@ pub enum Weight {
     Us,
     /// GPU time of the kernel or copy in ns (GPU view).
     GpuNs,
+    /// The kernel's whole µs, with the current upstream `merge_gpu_cpu_trace.py`'s matching of
+    /// CPU stacks to launches (GPU view; see `docs/formats/folded.md`).
+    GpuUs,
 }
 
 /// Root frames naming where a stack was seen.

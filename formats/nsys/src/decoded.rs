@@ -19,6 +19,8 @@ pub enum Hook {
         src: u8,
         grow: i64,
         gpu_start: i64,
+        /// The flow's id when it is unique: the launch's correlation id.
+        correlation: Option<u64>,
     },
     /// An NVTX push/pop range (for the NVTX names of kernels launched inside it); `emit` false
     /// when the range itself is not wanted in the output.

@@ -104,6 +104,7 @@ impl Emitter {
                 src,
                 grow,
                 gpu_start,
+                correlation,
             } => {
                 let Event::Flow(f) = &mut event else {
                     return None;
@@ -118,7 +119,13 @@ impl Emitter {
                     diag.record(&d::DUPLICATE_CORRELATION, at());
                     return None;
                 }
-                f.id = defs.new_flow_id();
+                // the correlation id, as Kineto's flows have it, unless another process used it
+                let (id, renumbered) = defs.flow_id(correlation);
+                if renumbered {
+                    let at = row_at(flow_source_table(src), grow);
+                    diag.record(&tracex_ir::diag::kinds::FLOW_ID_RENUMBERED, at());
+                }
+                f.id = id;
                 let nvtx = if self.nvtx_kernel && src == SRC_KERNEL {
                     self.open_nvtx_names(f.track, f.ts)
                 } else {

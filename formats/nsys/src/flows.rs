@@ -19,8 +19,9 @@ use crate::spool::Spool;
 
 /// The GPU columns a launch reads to know that its GPU row will be emitted (the ones
 /// [`crate::gpu::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass):
-/// `start` … `globalPid`, the head of [`COMMON`].
-const GPU_COLUMNS: &[&str] = COMMON.split_at(6).0;
+/// `start` … `globalPid`, and the correlation id (the flow's id, as Kineto's): the head of
+/// [`COMMON`].
+const GPU_COLUMNS: &[&str] = COMMON.split_at(7).0;
 
 /// Columns of a launch row: r.rowid, r.start, r.globalTid, g.rowid, then [`GPU_COLUMNS`].
 pub const LAUNCH_COLUMNS: usize = 4 + GPU_COLUMNS.len();
@@ -122,6 +123,12 @@ pub fn decode_launch(imp: &mut Importer, src: u8, row: &Row, defs: &mut Defs) ->
     ) else {
         return Ok(None);
     };
+    let _ = c.opt_int("globalPid");
+    let correlation = c
+        .opt_int("correlationId")
+        .ok()
+        .flatten()
+        .and_then(|v| u64::try_from(v).ok());
     let track = imp.thread(defs, gtid);
     Ok(Some((
         Event::Flow(FlowPoint {
@@ -137,6 +144,7 @@ pub fn decode_launch(imp: &mut Importer, src: u8, row: &Row, defs: &mut Defs) ->
             src,
             grow,
             gpu_start,
+            correlation,
         },
     )))
 }

@@ -79,6 +79,16 @@ pub struct Identity {
     async_tracks: FxHashMap<(ProcessId, StrId), TrackId>,
 }
 
+/// A CUDA stream priority: a signed int that exports store as its unsigned 32-bit pattern
+/// (`4294967295` is priority -1).
+fn signed_priority(p: i64) -> i64 {
+    if (0..=u32::MAX as i64).contains(&p) {
+        p as u32 as i32 as i64
+    } else {
+        p
+    }
+}
+
 impl Identity {
     /// Reads the naming tables: processes, thread names, host names, GPUs, stream names.
     pub fn load(conn: &Connection, schema: &Schema) -> Identity {
@@ -216,7 +226,7 @@ impl Identity {
                 if let (vm, Some(pid), Some(ctx), Some(stream), prio, flag) = row {
                     let key = (machine_of_vm(vm.unwrap_or(1)), pid, ctx, stream);
                     self.stream_info
-                        .insert(key, (prio.unwrap_or(0), flag.unwrap_or(0)));
+                        .insert(key, (signed_priority(prio.unwrap_or(0)), flag.unwrap_or(0)));
                 }
             }
         }
@@ -604,5 +614,16 @@ mod tests {
         assert_eq!(g.process_key(), (1 << 24) | 111);
         assert_eq!(machine_of_vm(1 << 48), 1);
         assert_eq!(machine_of_vm(1), 1);
+    }
+}
+
+#[cfg(test)]
+mod priority_tests {
+    #[test]
+    fn stream_priorities_are_signed() {
+        assert_eq!(super::signed_priority(4294967295), -1);
+        assert_eq!(super::signed_priority(4294967291), -5);
+        assert_eq!(super::signed_priority(0), 0);
+        assert_eq!(super::signed_priority(-3), -3);
     }
 }

@@ -72,6 +72,7 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
             total += plan::row_count(&conn, &t)?;
         }
     }
+    ctx.progress.set_unit(tracex_ir::progress::Unit::Rows);
     ctx.progress.set_total(total);
     ctx.progress.set_done(0);
 

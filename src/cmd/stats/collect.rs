@@ -4,6 +4,7 @@
 
 use rustc_hash::FxHashMap;
 use tracex_ir::kind::{classify, SliceKind};
+use tracex_ir::nest::BoundSlices;
 use tracex_ir::{Defs, Diagnostics, Event, FlowId, FlowRole, Sink, StrId, TrackId, TrackKind};
 
 /// What one trace contributes: every duration, grouped.
@@ -41,8 +42,9 @@ pub struct StatsSink {
     free: Vec<usize>,
     /// Launch flows started inside NVTX ranges: the ranges they count for.
     flows: FxHashMap<FlowId, Vec<usize>>,
-    /// The last slice started on each track: (start, duration).
-    last_slice: FxHashMap<TrackId, (i64, i64)>,
+    /// The duration of each slice a launch flow's end can be bound to (GPU work on its stream,
+    /// or on a plain thread of a device pid in Kineto-style traces).
+    bound: BoundSlices<i64>,
     first: Option<i64>,
     last: Option<i64>,
     open_slices: u64,
@@ -132,9 +134,7 @@ impl Sink for StatsSink {
                         self.open_ranges.entry(s.track).or_default().push(i);
                     }
                 }
-                // A flow end binds to the slice that starts at its time on its track: GPU
-                // streams, or plain threads of a device pid in Kineto-style traces.
-                self.last_slice.insert(s.track, (s.ts, dur));
+                self.bound.open(s.track, s.ts, s.ts + dur, dur);
             }
             Event::Flow(f) => {
                 self.see(f.ts, f.ts);
@@ -157,10 +157,8 @@ impl Sink for StatsSink {
                     FlowRole::Step => {}
                     FlowRole::End => {
                         if let Some(owners) = self.flows.remove(&f.id) {
-                            let gpu = match self.last_slice.get(&f.track) {
-                                Some(&(start, dur)) if f.ts >= start && f.ts <= start + dur => dur,
-                                _ => 0,
-                            };
+                            // the GPU work the flow binder bound the end to
+                            let gpu = self.bound.bound(f.track, f.ts).map_or(0, |d| *d);
                             for i in owners {
                                 if let Some(r) = self.ranges[i].as_mut() {
                                     r.gpu += gpu;

@@ -31,7 +31,11 @@ impl IdKey {
         let t = raw.get();
         match t.as_bytes().first() {
             Some(b'"') => match serde_json::from_str::<String>(t) {
-                Ok(s) => (IdKey::Text(s.into()), false),
+                // Kineto writes "tid": "25738" on some events and 25738 on others: one thread
+                Ok(s) => match canonical_int(&s) {
+                    Some(i) => (IdKey::Int(i), false),
+                    None => (IdKey::Text(s.into()), false),
+                },
                 Err(_) => (IdKey::Text(t.into()), true),
             },
             Some(b'-' | b'0'..=b'9') => match t.parse::<i64>() {
@@ -42,6 +46,31 @@ impl IdKey {
             _ => (IdKey::Text(t.into()), true),
         }
     }
+}
+
+/// The number an id stands for, as viewers read it: a non-negative integer, a decimal string, or
+/// a `0x` hex string (Perfetto reads string flow ids as hex).
+pub fn numeric_id(raw: &RawValue) -> Option<u64> {
+    let t = raw.get();
+    if let Ok(n) = t.parse::<u64>() {
+        return Some(n);
+    }
+    let s = serde_json::from_str::<String>(t).ok()?;
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => canonical_int(&s).and_then(|i| u64::try_from(i).ok()),
+    }
+}
+
+/// A string that is a plain decimal integer (`"25738"`, `"-1"`; not `"007"`, `"+5"`, `"1e3"`):
+/// the integer, as catapult and Perfetto read such a pid or tid.
+pub fn canonical_int(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    let plain = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && s != "-0";
+    plain.then(|| s.parse::<i64>().ok()).flatten()
 }
 
 /// The text of an id value: a string's content, or a number's text.
@@ -109,6 +138,16 @@ pub struct Identities {
     global_procs: FxHashSet<ProcessId>,
     /// The last (pid, tid) text seen and its track: consecutive events mostly share a thread.
     cache: Option<(String, String, TrackId)>,
+}
+
+/// Where a `tracex_identity` object was found.
+pub enum Identity<'a> {
+    /// In the args of a `process_name`/`thread_name` record (tracex 0.2 on): `unnamed` marks that
+    /// record's name only.
+    InNameRecord(&'a str),
+    /// A metadata record of its own (tracex before 0.2): `unnamed` applies to every later name
+    /// record of the same process or thread.
+    OwnRecord(&'a str),
 }
 
 impl Identities {
@@ -258,22 +297,28 @@ impl Identities {
         self.unnamed_tracks.contains(&t)
     }
 
-    /// Applies a `tracex_identity` record (see `docs/formats/chrome.md`).
+    /// Applies a `tracex_identity` object (see `docs/formats/chrome.md`); returns whether it
+    /// marks the name beside it as made up by tracex.
     pub fn apply_identity(
         &mut self,
         defs: &mut Defs,
         diag: &mut Diagnostics,
         pid: Option<&RawValue>,
         tid: Option<&RawValue>,
-        args: &str,
+        identity: Identity,
         index: u64,
-    ) {
+    ) -> bool {
+        let (args, persistent) = match identity {
+            Identity::InNameRecord(a) => (a, false),
+            Identity::OwnRecord(a) => (a, true),
+        };
         let Ok(v) = serde_json::from_str::<serde_json::Value>(args) else {
-            return;
+            return false;
         };
         self.cache = None;
         let p = self.process(defs, diag, pid, index);
-        let unnamed = v.get("unnamed").and_then(|u| u.as_bool()) == Some(true);
+        let made_up = v.get("unnamed").and_then(|u| u.as_bool()) == Some(true);
+        let unnamed = made_up && persistent;
         let label = v
             .get("label")
             .and_then(|l| l.as_str())
@@ -299,7 +344,7 @@ impl Identities {
             if v.get("global").and_then(|g| g.as_bool()) == Some(true) {
                 self.global_procs.insert(p);
             }
-            return;
+            return made_up;
         }
         let (key, _) = IdKey::of(tid);
         if let Some(gs) = v.get("gpu_stream") {
@@ -316,7 +361,7 @@ impl Identities {
                 self.unnamed_tracks.insert(t);
             }
             self.overrides.insert((p, key), (t, true));
-            return;
+            return made_up;
         }
         if let Some(of) = v.get("overflow_of") {
             let of_key = match of {
@@ -333,7 +378,7 @@ impl Identities {
                 }
             };
             self.overrides.insert((p, key), (root, false));
-            return;
+            return made_up;
         }
         let t = self.thread_by_key(defs, p, key);
         let th = defs.thread_mut(t);
@@ -346,5 +391,6 @@ impl Identities {
         if unnamed {
             self.unnamed_threads.insert(t);
         }
+        made_up
     }
 }

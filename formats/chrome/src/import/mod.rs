@@ -103,6 +103,8 @@ enum OpenKey {
 #[derive(Default)]
 struct Importer {
     index: u64,
+    /// tracex's time shift (`tracexTimeShiftNs`), taken back off every time.
+    shift: i64,
     ids: Identities,
     open: SliceStacks<OpenKey>,
     async_tracks: FxHashMap<(ProcessId, u8, Box<str>), TrackId>,
@@ -113,6 +115,9 @@ struct Importer {
     stacks: samples::Stacks,
     profiles: samples::V8Profiles,
     top_samples: Vec<samples::TopSample>,
+    /// Slices whose start rocprof's exact nanoseconds moved: (track, start in µs) → exact start.
+    /// Flow points at the µs start move with it, or they would fall before their slice.
+    rocprof_starts: FxHashMap<(TrackId, i64), i64>,
 }
 
 /// The namespaces of async-like tracks: ids of different kinds never share a track.
@@ -192,7 +197,7 @@ impl Importer {
             return self.metadata(ctx, &e);
         }
         let ts = match self.time(ctx, e.ts) {
-            Some(Ok(ts)) => ts,
+            Some(Ok(ts)) => ts - self.shift,
             Some(Err(())) => return Ok(()),
             None => {
                 self.note(ctx, &d::MISSING_TS);
@@ -407,8 +412,10 @@ impl Importer {
             }
         }
         s.thread_dur = self.opt_time(ctx, e.tdur);
+        let us = s.ts;
         if rocprof::exact_times(ctx.defs, &mut s) {
             self.note(ctx, &d::ROCPROF_EXACT_NS);
+            self.rocprof_starts.insert((track, us), s.ts);
         }
         self.bind_v2(ctx, e, track, s.ts);
         ctx.emit(Event::Slice(s))
@@ -441,8 +448,14 @@ impl Importer {
                 s.thread_dur = Some(end_tts - start);
             }
         }
-        // End args are merged into the slice, as viewers do.
+        // End args are merged into the slice, as viewers do; tracex's mark of a slice it
+        // closed at the end of the trace makes it open again.
         for a in self.args(ctx, e.args) {
+            if ctx.defs.str(a.key) == crate::export::OPEN_ARG && a.value == Value::Bool(true) {
+                s.dur = None;
+                s.thread_dur = None;
+                continue;
+            }
             tracex_ir::defs::set_arg(&mut s.args, a.key, a.value);
         }
         ctx.emit(Event::Slice(s))
@@ -527,8 +540,9 @@ impl Importer {
                 return;
             }
         };
-        self.flows_v2.push(
+        self.flows_v2.push_with_id(
             ids::id_text(bind).into_boxed_str(),
+            ids::numeric_id(bind),
             PendingFlowPoint {
                 role,
                 track,
@@ -553,11 +567,16 @@ impl Importer {
         } else {
             FlowBind::Enclosing
         };
-        let name = Self::intern_opt(ctx, &e.name);
-        let cat = Self::intern_opt(ctx, &e.cat);
+        // tracex writes a name and category on flows that had none; they are none again
+        let name = Self::intern_opt(ctx, &e.name)
+            .filter(|&n| ctx.defs.str(n) != crate::export::DEFAULT_FLOW_NAME);
+        let cat = Self::intern_opt(ctx, &e.cat)
+            .filter(|&c| ctx.defs.str(c) != crate::export::DEFAULT_FLOW_CAT);
         let id = ids::scoped_id(e.scope.as_ref().map(|s| s.as_str()), e.id, e.id2);
-        self.flows_v1.push(
+        let source = e.id.and_then(ids::numeric_id);
+        self.flows_v1.push_with_id(
             (cat, name, id.into_boxed_str()),
+            source,
             PendingFlowPoint {
                 role,
                 track,
@@ -623,10 +642,45 @@ impl Importer {
                 parse_i64(v.get()).or_else(|| v.get().parse::<f64>().ok().map(|f| f as i64))
             })
         };
+        // tracex's own identity of a remapped process or thread rides in the args of its name
+        // record (viewers read only args.name); `unnamed` marks a name tracex made up.
+        let mut made_up = false;
+        if let (Some(identity), "process_name" | "thread_name") = (field(ids::IDENTITY), name) {
+            let tid = if name == "thread_name" { e.tid } else { None };
+            let identity = ids::Identity::InNameRecord(identity.get());
+            made_up = self
+                .ids
+                .apply_identity(ctx.defs, ctx.diag, e.pid, tid, identity, self.index);
+        }
+        // metadata records of names viewers do not know, written by tracex into the args of a
+        // name record
+        if let (Some(extra), "process_name" | "thread_name") =
+            (field(crate::export::META_KEY), name)
+        {
+            let target = match name {
+                "thread_name" => self
+                    .ids
+                    .meta_target(ctx.defs, ctx.diag, e.pid, e.tid, self.index),
+                _ => MetaTarget::Ignore,
+            };
+            let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
+            for (key, value) in args::raw_object(extra.get()).unwrap_or_default() {
+                let arg = tracex_ir::Arg {
+                    key: ctx.defs.intern(key.as_str()),
+                    value: Value::Json(value.get().into()),
+                };
+                match &target {
+                    MetaTarget::Thread(t) => ctx.defs.thread_mut(*t).meta.push(arg),
+                    _ if name == "process_name" => ctx.defs.process_mut(p).meta.push(arg),
+                    _ => {}
+                }
+            }
+        }
         match name {
             "process_name" => {
                 let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
                 match str_field("name") {
+                    Some(_) if made_up => {}
                     Some(n) if !self.ids.is_unnamed_process(p) => {
                         let n = ctx.defs.intern(&n);
                         ctx.defs.set_process_name(p, n, NamePriority::Explicit);
@@ -640,6 +694,9 @@ impl Importer {
                     self.note(ctx, &d::METADATA_WITHOUT_ARGS);
                     return Ok(());
                 };
+                if made_up {
+                    return Ok(());
+                }
                 match self
                     .ids
                     .meta_target(ctx.defs, ctx.diag, e.pid, e.tid, self.index)
@@ -678,8 +735,15 @@ impl Importer {
             }
             ids::IDENTITY => {
                 let args = e.args.map(|a| a.get()).unwrap_or("{}");
-                self.ids
-                    .apply_identity(ctx.defs, ctx.diag, e.pid, e.tid, args, self.index);
+                // written by tracex before 0.2 as a record of its own
+                self.ids.apply_identity(
+                    ctx.defs,
+                    ctx.diag,
+                    e.pid,
+                    e.tid,
+                    ids::Identity::OwnRecord(args),
+                    self.index,
+                );
             }
             _ => {
                 // Any other metadata record is kept whole, on the thread if it names one.
@@ -716,7 +780,10 @@ impl Importer {
         })?;
         match key {
             "baseTimeNanoseconds" if parse_i64(text).is_some() => {
-                ctx.defs.clock.origin_unix_ns = parse_i64(text);
+                ctx.defs.clock.origin_unix_ns = parse_i64(text).map(|b| b + self.shift);
+            }
+            crate::export::TIME_SHIFT_KEY if parse_i64(text).is_some() => {
+                self.shift = parse_i64(text).unwrap_or(0);
             }
             "stackFrames" => {
                 self.stacks.define_frames(ctx.defs, text).map_err(|e| {
@@ -729,6 +796,10 @@ impl Importer {
                 self.top_samples.extend(parsed);
             }
             _ => {
+                let key = match key {
+                    crate::export::SYSTEM_EVENTS_OBJECT_KEY => "systemTraceEvents",
+                    k => k,
+                };
                 let k = ctx.defs.intern(key);
                 tracex_ir::defs::set_arg(&mut ctx.defs.meta, k, Value::Json(text.trim().into()));
             }
@@ -745,8 +816,8 @@ impl Importer {
             ctx.emit(Event::Slice(s))?;
         }
         for pairer in [
-            std::mem::take(&mut self.flows_v1).pair(ctx.defs),
-            std::mem::take(&mut self.flows_v2).pair(ctx.defs),
+            std::mem::take(&mut self.flows_v1).pair(ctx.defs, ctx.diag),
+            std::mem::take(&mut self.flows_v2).pair(ctx.defs, ctx.diag),
         ] {
             let diag = &mut ctx.diag;
             if let Some(at) = pairer.end_without_start.1.clone() {
@@ -765,13 +836,19 @@ impl Importer {
                     None::<String>,
                 );
             }
-            for p in pairer.points {
+            for mut p in pairer.points {
+                if p.bind == FlowBind::Enclosing {
+                    if let Some(&exact) = self.rocprof_starts.get(&(p.track, p.ts)) {
+                        p.ts = exact;
+                    }
+                }
                 ctx.emit(Event::Flow(p))?;
             }
         }
         for s in std::mem::take(&mut self.top_samples) {
             match s.resolve(ctx.defs, &mut self.ids, &mut self.stacks) {
-                Ok(sample) => {
+                Ok(mut sample) => {
+                    sample.ts = sample.ts.map(|t| t - self.shift);
                     if s.rounded {
                         ctx.diag
                             .record(&d::SAMPLE_WEIGHT_ROUNDED, Location::Nowhere);

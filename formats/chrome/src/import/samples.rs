@@ -72,6 +72,9 @@ impl Stacks {
                 .map_err(|e| e.to_string())?
                 .0;
         for (id, f) in frames {
+            if id == crate::export::NO_STACK_SF {
+                continue;
+            }
             let node = self.node(defs, id);
             let parent = f
                 .parent
@@ -200,7 +203,12 @@ impl TopSample {
             Some(p) => ids.thread_track_by_keys(defs, p.clone(), self.tid.clone()),
             None => ids.thread_by_tid(defs, self.tid.clone()),
         };
-        let stack = self.sf.clone().map(|k| stacks.node(defs, k));
+        // tracex's frame for a sample that has no stack
+        let stack = self
+            .sf
+            .clone()
+            .filter(|k| k != crate::export::NO_STACK_SF)
+            .map(|k| stacks.node(defs, k));
         let name = self.name.as_deref().map(|n| defs.intern(n));
         Ok(Sample {
             track,

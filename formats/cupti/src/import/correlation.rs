@@ -98,7 +98,12 @@ impl Correlation {
                 backwards.add(w, || format!("correlation id {}", w.id));
                 continue;
             }
-            let id = ctx.defs.new_flow_id();
+            // the correlation id, as Kineto's flows have it, unless taken
+            let (id, renumbered) = ctx.defs.flow_id(Some(w.id));
+            if renumbered {
+                ctx.diag
+                    .record(&tracex_ir::diag::kinds::FLOW_ID_RENUMBERED, w.at.clone());
+            }
             for (role, p) in [(FlowRole::Start, call), (FlowRole::End, w)] {
                 ctx.emit(Event::Flow(FlowPoint {
                     id,

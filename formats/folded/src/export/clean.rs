@@ -2,7 +2,8 @@
 //! `merge_gpu_cpu_trace.py`) does it: frames are trimmed; empty frames, `_start`,
 //! `__libc_start_main` and `<no-symbol>` are dropped; the first frame naming
 //! `cudaLaunchKernel` or a `__device_stub__` becomes `cudaLaunchKernel` and later such frames
-//! are dropped.
+//! are dropped. The current upstream version (`--weight gpu-us`) keeps `__device_stub__` frames,
+//! which name the kernel launched, and collapses only the `cudaLaunchKernel` ones.
 
 use rustc_hash::FxHashMap;
 use tracex_ir::{Defs, FrameId, StackId, StrId};
@@ -12,24 +13,46 @@ use super::lines::{Name, Tree};
 /// The frame every launch variant becomes.
 pub const LAUNCH_FRAME: &str = "cudaLaunchKernel";
 
+const DEVICE_STUB: &str = "__device_stub__";
+
+/// Which version of the reference's clean-up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Cleaning {
+    /// The original: a `__device_stub__` frame is a launch frame like `cudaLaunchKernel`.
+    #[default]
+    Original,
+    /// The current upstream: `__device_stub__` frames are kept as they are.
+    Upstream,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Rule {
     Drop,
     Launch,
+    /// A frame kept that marks the stack as caught at a launch (a kept `__device_stub__`).
+    KeepLaunch(Name),
     Keep(Name),
 }
 
-fn rule(defs: &Defs, tree: &mut Tree, name: StrId) -> Rule {
+fn rule(defs: &Defs, tree: &mut Tree, name: StrId, cleaning: Cleaning) -> Rule {
     let text = defs.str(name);
     let t = text.trim();
+    let keep = |tree: &mut Tree| {
+        if t.len() == text.len() {
+            tree.trace_name(defs, name)
+        } else {
+            tree.name(t)
+        }
+    };
+    let stub = t.contains(DEVICE_STUB);
     if t.is_empty() || matches!(t, "_start" | "__libc_start_main" | "<no-symbol>") {
         Rule::Drop
-    } else if t.contains(LAUNCH_FRAME) || t.contains("__device_stub__") {
+    } else if stub && cleaning == Cleaning::Upstream {
+        Rule::KeepLaunch(keep(tree))
+    } else if t.contains(LAUNCH_FRAME) || stub {
         Rule::Launch
-    } else if t.len() == text.len() {
-        Rule::Keep(tree.trace_name(defs, name))
     } else {
-        Rule::Keep(tree.name(t))
+        Rule::Keep(keep(tree))
     }
 }
 
@@ -43,12 +66,20 @@ pub struct Cleaned {
 /// Cleans stacks, remembering each frame's and each stack's result.
 #[derive(Default)]
 pub struct Cleaner {
+    cleaning: Cleaning,
     frames: FxHashMap<FrameId, Rule>,
     stacks: FxHashMap<StackId, u32>,
     cleaned: Vec<Cleaned>,
 }
 
 impl Cleaner {
+    pub fn new(cleaning: Cleaning) -> Self {
+        Cleaner {
+            cleaning,
+            ..Cleaner::default()
+        }
+    }
+
     /// The index of the cleaned form of `stack` (see [`Cleaner::get`]).
     pub fn clean(&mut self, defs: &Defs, tree: &mut Tree, stack: StackId) -> u32 {
         if let Some(&i) = self.stacks.get(&stack) {
@@ -58,21 +89,28 @@ impl Cleaner {
             frames: Vec::new(),
             launch: false,
         };
+        // whether a launch frame was written: later ones are dropped
+        let mut collapsed = false;
         for f in defs.stacks.path(stack) {
             let r = match self.frames.get(&f) {
                 Some(&r) => r,
                 None => {
-                    let r = rule(defs, tree, defs.stacks.frame(f).name);
+                    let r = rule(defs, tree, defs.stacks.frame(f).name, self.cleaning);
                     self.frames.insert(f, r);
                     r
                 }
             };
             match r {
                 Rule::Drop => {}
-                Rule::Launch if out.launch => {}
+                Rule::Launch if collapsed => {}
                 Rule::Launch => {
+                    collapsed = true;
                     out.launch = true;
                     out.frames.push(tree.name(LAUNCH_FRAME));
+                }
+                Rule::KeepLaunch(n) => {
+                    out.launch = true;
+                    out.frames.push(n);
                 }
                 Rule::Keep(n) => out.frames.push(n),
             }
@@ -147,6 +185,25 @@ mod tests {
         let j = c.clean(&defs, &mut tree, plain);
         assert!(!c.get(j).launch);
         assert_eq!(names(&tree, c.get(j)), ["main", "compute"]);
+    }
+
+    #[test]
+    fn as_the_upstream_merge_keeping_device_stubs() {
+        let mut b = TraceBuilder::new();
+        let stub = "__device_stub__Z13matmul_kernelPfS_S_ii(float*, float*, float*, int, int)";
+        let s = b
+            .stack(&["main", stub, "cudaLaunchKernel", "cudaLaunchKernel_ptsz"])
+            .unwrap();
+        let only_stub = b.stack(&["main", stub]).unwrap();
+        let defs = b.finish().defs;
+        let mut tree = Tree::default();
+        let mut c = Cleaner::new(Cleaning::Upstream);
+        let i = c.clean(&defs, &mut tree, s);
+        assert!(c.get(i).launch);
+        assert_eq!(names(&tree, c.get(i)), ["main", stub, "cudaLaunchKernel"]);
+        let j = c.clean(&defs, &mut tree, only_stub);
+        assert!(c.get(j).launch);
+        assert_eq!(names(&tree, c.get(j)), ["main", stub]);
     }
 
     #[test]

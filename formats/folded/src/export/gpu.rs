@@ -23,6 +23,7 @@ pub struct Call {
     /// The OS pid of the calling process: samples match launches of the same pid.
     pub pid: Option<i64>,
     pub ts: i64,
+    pub dur: i64,
     pub name: StrId,
     pub stack: Option<StackId>,
     /// A `cudaLaunchKernel` runtime call: a candidate for samples caught at a launch.
@@ -35,6 +36,7 @@ pub struct Call {
 #[derive(Clone, Debug)]
 pub struct Work {
     pub name: StrId,
+    pub ts: i64,
     pub dur: i64,
     pub kind: SliceKind,
 }
@@ -43,6 +45,8 @@ pub struct Work {
 #[derive(Clone, Debug)]
 pub struct AtLaunch {
     pub pid: Option<i64>,
+    /// The OS tid of the sampled thread: `--weight gpu-us` matches per thread.
+    pub tid: Option<i64>,
     pub ts: i64,
     pub weight: i64,
     pub prefix: Option<StackId>,
@@ -87,6 +91,9 @@ pub struct Summary {
 
 const NONE: u32 = u32::MAX;
 
+/// A sampled thread: (OS pid, OS tid).
+type Thread = (Option<i64>, Option<i64>);
+
 /// The launch nearest `ts` among `launches` (sorted by time, then index), strictly closer than
 /// `tolerance`; at equal distance the one that came first, as the reference does.
 pub fn nearest(launches: &[(i64, u32)], ts: i64, tolerance: i64) -> Option<u32> {
@@ -102,6 +109,30 @@ pub fn nearest(launches: &[(i64, u32)], ts: i64, tolerance: i64) -> Option<u32> 
         }
     }
     best.filter(|&(dist, _)| dist < tolerance).map(|(_, c)| c)
+}
+
+/// A GPU time in µs as Python reads it from CUPTI JSON: the float nearest the decimal text of
+/// `ns` / 1000 (what the input said, when it had at most three decimals). Not `ns as f64 /
+/// 1000.0`: at epoch scale ns do not fit a double's 53 bits and that rounds twice.
+fn json_us(ns: i64) -> f64 {
+    let sign = if ns < 0 { "-" } else { "" };
+    let (q, r) = (ns.unsigned_abs() / 1000, ns.unsigned_abs() % 1000);
+    format!("{sign}{q}.{r:03}")
+        .parse()
+        .expect("a decimal number")
+}
+
+/// A CPU stack's time in µs as the script computes it: `timestamp_ns / 1000.0`.
+fn cpu_us(ns: i64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// The weight the upstream merge gives a kernel: `int(end_us - start_us)` where `end_us =
+/// start_us + dur_us`, all floats (so a kernel of 3 µs can weigh 2).
+pub fn whole_us(ts: i64, dur: i64) -> i64 {
+    let start = json_us(ts);
+    let end = start + json_us(dur);
+    (end - start) as i64
 }
 
 /// The leaf frame of a work item: `[GPU_Kernel]name`, `[GPU_Memcpy]name`, ...
@@ -124,7 +155,31 @@ struct Builder<'a> {
     pending: Option<Name>,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    fn new(tree: &'a mut Tree) -> Self {
+        Builder {
+            tree,
+            weights: Weights::default(),
+            leaf_names: FxHashMap::default(),
+            sample_paths: FxHashMap::default(),
+            pending: None,
+        }
+    }
+
+    /// The node of a stack caught at a launch: its root frames and cleaned frames.
+    fn sample_path(&mut self, cleaner: &Cleaner, s: &AtLaunch) -> StackId {
+        if let Some(&p) = self.sample_paths.get(&(s.prefix, s.clean)) {
+            return p;
+        }
+        let frames = cleaner.get(s.clean).frames.iter().copied();
+        let p = self
+            .tree
+            .extend(s.prefix, frames)
+            .expect("has a launch frame");
+        self.sample_paths.insert((s.prefix, s.clean), p);
+        p
+    }
+
     fn work_leaf(&mut self, defs: &Defs, works: &[Work], w: u32) -> Name {
         if let Some(&n) = self.leaf_names.get(&w) {
             return n;
@@ -193,6 +248,9 @@ impl Gpu {
         };
         self.edges.sort_unstable();
         self.edges.dedup();
+        if weight == Weight::GpuUs {
+            return self.fold_upstream(defs, diag, tree, sum);
+        }
         // The work a launch is matched to: its first kernel, else its first other work.
         let mut first = vec![NONE; self.calls.len()];
         for &(c, w) in &self.edges {
@@ -212,13 +270,7 @@ impl Gpu {
         for v in launches.values_mut() {
             v.sort_unstable();
         }
-        let mut b = Builder {
-            tree,
-            weights: Weights::default(),
-            leaf_names: FxHashMap::default(),
-            sample_paths: FxHashMap::default(),
-            pending: None,
-        };
+        let mut b = Builder::new(tree);
         let mut matched_calls = vec![false; self.calls.len()];
         for s in &self.at_launch {
             if traced.contains(&s.pid) {
@@ -247,15 +299,7 @@ impl Gpu {
             if let Some(c) = call {
                 matched_calls[c as usize] = true;
             }
-            let path = match b.sample_paths.get(&(s.prefix, s.clean)) {
-                Some(&p) => p,
-                None => {
-                    let frames = self.cleaner.get(s.clean).frames.iter().copied();
-                    let p = b.tree.extend(s.prefix, frames).expect("has a launch frame");
-                    b.sample_paths.insert((s.prefix, s.clean), p);
-                    p
-                }
-            };
+            let path = b.sample_path(&self.cleaner, s);
             let node = b.tree.child(Some(path), leaf);
             let w = match (by_ns, work) {
                 (false, _) => s.weight,
@@ -264,7 +308,31 @@ impl Gpu {
             };
             b.weights.add(node, w);
         }
-        // Calls with backtraces (and what no stack covers), one group of edges per call.
+        let first = &first;
+        let matched_calls = &matched_calls;
+        self.fold_backtraces(
+            defs,
+            &mut b,
+            &traced,
+            &mut sum,
+            |work| if by_ns { work.dur } else { 1 },
+            |c, w| matched_calls[c as usize] && first[c as usize] == w,
+        );
+        self.finish_summary(defs, diag, &mut sum);
+        (b.weights, sum)
+    }
+
+    /// Calls with backtraces, one line per piece of GPU work joined to them weighing
+    /// `weigh(work)`; and the GPU work no stack covers (`covered` says which a sample took).
+    fn fold_backtraces(
+        &mut self,
+        defs: &Defs,
+        b: &mut Builder,
+        traced: &FxHashSet<Option<i64>>,
+        sum: &mut Summary,
+        weigh: impl Fn(&Work) -> i64,
+        covered: impl Fn(u32, u32) -> bool,
+    ) {
         let mut i = 0;
         while i < self.edges.len() {
             let c = self.edges[i].0;
@@ -284,9 +352,9 @@ impl Gpu {
                     Some(p) => {
                         let leaf = b.work_leaf(defs, &self.works, w);
                         let node = b.tree.child(Some(p), leaf);
-                        b.weights.add(node, if by_ns { work.dur } else { 1 });
+                        b.weights.add(node, weigh(work));
                     }
-                    None if matched_calls[c as usize] && first[c as usize] == w => {}
+                    None if covered(c, w) => {}
                     None => {
                         sum.work_without_stack += 1;
                         sum.work_without_stack_ns += work.dur;
@@ -295,6 +363,10 @@ impl Gpu {
             }
             i = j;
         }
+    }
+
+    /// Records what the join left out, and lists the kernels for `--summary`.
+    fn finish_summary(&self, defs: &Defs, diag: &mut Diagnostics, sum: &mut Summary) {
         let pending = sum.pending_no_gpu + sum.pending_no_launch;
         diag.record_n(
             &d::GPU_LAUNCH_PENDING,
@@ -315,6 +387,102 @@ impl Gpu {
             .collect();
         kernels.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         sum.kernels = kernels;
+    }
+
+    /// `--weight gpu-us`: the current upstream `merge_gpu_cpu_trace.py`. CPU stacks caught at a
+    /// launch are grouped by thread (pid, tid), threads in the order they first appear, each
+    /// sorted by time; all the launches of a process (sorted by time) go to its first thread.
+    /// A thread with as many stacks as launches pairs them in order. Otherwise the clock offset
+    /// is the first launch's time minus the first stack's; for each stack (moved by the offset)
+    /// the launches older than it by more than the tolerance are passed, and it pairs with the
+    /// next one if that is within the tolerance. A pair whose launch has a kernel is a line
+    /// `stack;[GPU_Kernel]name` weighing the kernel's whole µs ([`whole_us`]); other stacks are
+    /// not written. Launches and kernels need a time and duration above 0, as there; a launch
+    /// joined to several kernels takes the last.
+    fn fold_upstream(
+        &mut self,
+        defs: &Defs,
+        diag: &mut Diagnostics,
+        tree: &mut Tree,
+        mut sum: Summary,
+    ) -> (Weights, Summary) {
+        let tolerance_us = sum.tolerance_ns as f64 / 1000.0;
+        let mut kernel = vec![NONE; self.calls.len()];
+        for &(c, w) in &self.edges {
+            let work = &self.works[w as usize];
+            if work.kind == SliceKind::Kernel && work.ts > 0 && work.dur > 0 {
+                kernel[c as usize] = w;
+            }
+        }
+        let traced = self.traced();
+        // threads in order of first appearance, each with its stacks (indices into at_launch)
+        let mut threads: Vec<(Thread, Vec<usize>)> = Vec::new();
+        let mut thread_of: FxHashMap<Thread, usize> = FxHashMap::default();
+        for (i, s) in self.at_launch.iter().enumerate() {
+            if traced.contains(&s.pid) {
+                sum.at_launch_unused += 1;
+                continue;
+            }
+            sum.at_launch += 1;
+            let t = *thread_of.entry((s.pid, s.tid)).or_insert_with(|| {
+                threads.push(((s.pid, s.tid), Vec::new()));
+                threads.len() - 1
+            });
+            threads[t].1.push(i);
+        }
+        let mut launches: Vec<Vec<u32>> = vec![Vec::new(); threads.len()];
+        for (c, call) in self.calls.iter().enumerate() {
+            if !(call.launch && call.ts > 0 && call.dur > 0 && call.pid.is_some_and(|p| p > 0)) {
+                continue;
+            }
+            if let Some(t) = threads.iter().position(|((pid, _), _)| *pid == call.pid) {
+                launches[t].push(c as u32);
+            }
+        }
+        let mut b = Builder::new(tree);
+        let mut used = vec![false; self.works.len()];
+        for ((_, stacks), launches) in threads.iter_mut().zip(&mut launches) {
+            stacks.sort_by_key(|&i| self.at_launch[i].ts);
+            launches.sort_by_key(|&c| self.calls[c as usize].ts);
+            let pairs = pair_upstream(
+                &stacks
+                    .iter()
+                    .map(|&i| self.at_launch[i].ts)
+                    .collect::<Vec<_>>(),
+                &launches
+                    .iter()
+                    .map(|&c| (self.calls[c as usize].ts, kernel[c as usize] != NONE))
+                    .collect::<Vec<_>>(),
+                tolerance_us,
+            );
+            for (k, &i) in stacks.iter().enumerate() {
+                let Some(l) = pairs[k] else {
+                    sum.pending_no_launch += 1;
+                    continue;
+                };
+                let w = kernel[launches[l] as usize];
+                if w == NONE {
+                    sum.pending_no_gpu += 1;
+                    continue;
+                }
+                sum.matched += 1;
+                used[w as usize] = true;
+                let path = b.sample_path(&self.cleaner, &self.at_launch[i]);
+                let leaf = b.work_leaf(defs, &self.works, w);
+                let node = b.tree.child(Some(path), leaf);
+                let work = &self.works[w as usize];
+                b.weights.add(node, whole_us(work.ts, work.dur));
+            }
+        }
+        self.fold_backtraces(
+            defs,
+            &mut b,
+            &traced,
+            &mut sum,
+            |work| whole_us(work.ts, work.dur),
+            |_, w| used[w as usize],
+        );
+        self.finish_summary(defs, diag, &mut sum);
         (b.weights, sum)
     }
 
@@ -337,6 +505,43 @@ impl Gpu {
         tree.extend(call.prefix, frames)
             .expect("has the call frame")
     }
+}
+
+/// The upstream merge's pairing of one thread's stacks (times in ns, sorted) with its launches
+/// (times in ns, sorted; whether each has a kernel): for each stack, the index of its launch.
+/// Times are compared as that script compares them, in float µs.
+pub fn pair_upstream(
+    stacks: &[i64],
+    launches: &[(i64, bool)],
+    tolerance_us: f64,
+) -> Vec<Option<usize>> {
+    if launches.is_empty() {
+        return vec![None; stacks.len()];
+    }
+    if stacks.len() == launches.len() {
+        return (0..stacks.len()).map(Some).collect();
+    }
+    let offset = json_us(launches[0].0) - cpu_us(stacks[0]);
+    let mut next = 0;
+    stacks
+        .iter()
+        .map(|&ts| {
+            let cpu = cpu_us(ts) + offset;
+            while next < launches.len() && cpu - json_us(launches[next].0) > tolerance_us {
+                next += 1;
+            }
+            let &(launch, has_kernel) = launches.get(next)?;
+            if (cpu - json_us(launch)).abs() > tolerance_us {
+                return None;
+            }
+            let l = next;
+            // a launch without a kernel stays next: the script only moves on after a match
+            if has_kernel {
+                next += 1;
+            }
+            Some(l)
+        })
+        .collect()
 }
 
 impl Summary {
@@ -382,6 +587,47 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_us_as_python_floats_give_it() {
+        // at epoch scale a double steps by 0.25 µs: 2.9 µs after ...100.25 ends at ...103.25
+        assert_eq!(whole_us(1_761_700_000_000_100_250, 2_900), 3);
+        assert_eq!(whole_us(1_761_700_000_000_100_500, 700), 0);
+        assert_eq!(whole_us(100, 200), 0);
+        assert_eq!(whole_us(5_000, 7_999), 7);
+        assert_eq!(json_us(-1_500), -1.5);
+    }
+
+    #[test]
+    fn upstream_pairing() {
+        let tol = 10.0; // µs
+                        // as many stacks as launches: in order, whatever the times
+        assert_eq!(
+            pair_upstream(&[0, 5_000_000], &[(1, true), (2, false)], tol),
+            vec![Some(0), Some(1)]
+        );
+        assert_eq!(pair_upstream(&[1, 2], &[], tol), vec![None, None]);
+        // by time after the clock offset (first launch - first stack = 1000 µs): the stack at
+        // 30 µs passes the launch at 1015 (older by more than 10 µs) and takes 1031; the one
+        // at 100 µs finds none within 10 µs
+        let stacks = [0, 30_000, 100_000];
+        let launches = [
+            (1_000_000, true),
+            (1_015_000, true),
+            (1_031_000, true),
+            (1_200_000, true),
+        ];
+        assert_eq!(
+            pair_upstream(&stacks, &launches, tol),
+            vec![Some(0), Some(2), None]
+        );
+        // a launch without a kernel is not passed: the next stack may take it again
+        let launches = [(1_000_000, false), (1_005_000, true)];
+        assert_eq!(
+            pair_upstream(&[0, 1_000, 2_000], &launches, tol),
+            vec![Some(0), Some(0), Some(0)]
+        );
+    }
 
     #[test]
     fn nearest_within_tolerance_ties_to_the_first() {

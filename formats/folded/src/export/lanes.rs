@@ -28,6 +28,8 @@ pub enum Role {
         dur: i64,
         kind: SliceKind,
         work: Option<u32>,
+        /// Its correlation id, from its args.
+        correlation: Option<u64>,
     },
 }
 
@@ -114,17 +116,38 @@ impl Lanes {
         ts: i64,
         rank: impl Fn(&Role) -> u8,
     ) -> Option<&mut Open> {
+        let (lane, i) = self.pick(self.of_root.get(&root)?, ts, rank)?;
+        self.lanes.get_mut(&lane).map(|v| &mut v[i])
+    }
+
+    /// The open slice a flow point at `ts` on `lane` is bound to, the flow binder having put
+    /// the point on its slice's lane: as [`Lanes::enclosing`], on that lane only.
+    pub fn bound(
+        &mut self,
+        lane: TrackId,
+        ts: i64,
+        rank: impl Fn(&Role) -> u8,
+    ) -> Option<&mut Open> {
+        let (lane, i) = self.pick(&[lane], ts, rank)?;
+        self.lanes.get_mut(&lane).map(|v| &mut v[i])
+    }
+
+    fn pick(
+        &self,
+        lanes: &[TrackId],
+        ts: i64,
+        rank: impl Fn(&Role) -> u8,
+    ) -> Option<(TrackId, usize)> {
         let mut best: Option<((i64, u8, usize), TrackId, usize)> = None;
-        for &lane in self.of_root.get(&root)? {
-            for (i, o) in self.lanes[&lane].iter().enumerate() {
+        for &lane in lanes {
+            for (i, o) in self.lanes.get(&lane).into_iter().flatten().enumerate() {
                 let key = (o.start, rank(&o.role), i);
                 if o.start <= ts && ts <= o.end && best.is_none_or(|(k, _, _)| key > k) {
                     best = Some((key, lane, i));
                 }
             }
         }
-        let (_, lane, i) = best?;
-        self.lanes.get_mut(&lane).map(|v| &mut v[i])
+        best.map(|(_, lane, i)| (lane, i))
     }
 
     /// The backtrace of the innermost CUDA call of `root`'s lanes that contains `ts` and has

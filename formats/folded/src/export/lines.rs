@@ -107,6 +107,19 @@ fn sanitize(name: &str) -> Cow<'_, str> {
     }
 }
 
+/// Written instead of a `#` that would begin a line: the fullwidth number sign.
+const COMMENT_LOOKALIKE: char = '\u{ff03}';
+
+/// The text of a frame in a line: sanitized, and a root frame never begins with `#`, which
+/// starts a comment for every folded reader (inferno, flamegraph.pl, tracex).
+fn frame_text(name: &str, root: bool) -> Cow<'_, str> {
+    let s = sanitize(name);
+    match s.strip_prefix('#') {
+        Some(rest) if root => Cow::Owned(format!("{COMMENT_LOOKALIKE}{rest}")),
+        _ => s,
+    }
+}
+
 /// What was written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Written {
@@ -183,11 +196,11 @@ pub fn write(
         *slot += 1;
     }
     let name_of = |i: u32| {
-        tree.text(Name(
-            table
-                .frame(table.node(StackId(i)).expect("defined").frame)
-                .name,
-        ))
+        let node = table.node(StackId(i)).expect("defined");
+        frame_text(
+            tree.text(Name(table.frame(node.frame).name)),
+            node.parent.is_none(),
+        )
     };
     let blocks = |slot: usize| -> Vec<Block> {
         let kids = &children[start[slot] as usize..start[slot + 1] as usize];
@@ -201,8 +214,8 @@ pub fn write(
             }
         }
         let key = |b: &Block| match *b {
-            Block::Line(k) => (sanitize(name_of(k)), false),
-            Block::Below(k) => (sanitize(name_of(k)), true),
+            Block::Line(k) => (name_of(k), false),
+            Block::Below(k) => (name_of(k), true),
         };
         v.sort_by(|x, y| {
             let ((a, asemi), (b, bsemi)) = (key(x), key(y));
@@ -229,7 +242,7 @@ pub fn write(
         let renamed_above = stack.last().map_or(0, |l| l.2);
         match b {
             Block::Line(k) => {
-                let name = sanitize(name_of(k));
+                let name = name_of(k);
                 renamed += renamed_above + matches!(name, Cow::Owned(_)) as u64;
                 let (w, before) = weights.map[&StackId(k)];
                 buf.extend_from_slice(&path);
@@ -249,7 +262,7 @@ pub fn write(
                 written.total += w;
             }
             Block::Below(k) => {
-                let name = sanitize(name_of(k));
+                let name = name_of(k);
                 let here = renamed_above + matches!(name, Cow::Owned(_)) as u64;
                 let len = path.len();
                 path.extend_from_slice(name.as_bytes());
@@ -297,5 +310,20 @@ mod tests {
         assert_eq!(r, Written { lines: 3, total: 7 });
         assert_eq!(diag.count("folded_frame_renamed"), 1);
         assert_eq!(diag.count("folded_zero_weight"), 1);
+    }
+
+    #[test]
+    fn a_line_never_begins_with_a_comment_sign() {
+        let mut diag = Diagnostics::default();
+        let mut tree = Tree::default();
+        let [hash, b] = ["# TensorsToDeviceModule #", "#b"].map(|s| tree.name(s));
+        let mut w = Weights::default();
+        w.add(tree.extend(None, [hash, b]).unwrap(), 412_507);
+        let mut out = Vec::new();
+        write(&tree, &w, &mut diag, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, "\u{ff03} TensorsToDeviceModule #;#b 412507\n");
+        assert!(!text.starts_with('#'));
+        assert_eq!(diag.count("folded_frame_renamed"), 1);
     }
 }

@@ -18,12 +18,13 @@ use tracex_ir::io::{OutFile, OutputTarget};
 use tracex_ir::kind::{classify, SliceKind};
 use tracex_ir::{
     Defs, Diagnostics, Error, Event, FlowBind, FlowId, FlowPoint, FlowRole, Location, ProcessId,
-    Result, Sample, Sink, Slice, StackId, StrId, TrackId, TrackKind,
+    Result, Sample, Sink, Slice, StackId, StrId, TrackId, TrackKind, Value,
 };
 
 use crate::diag as d;
 use crate::differential::{DIFF_AFTER, DIFF_BEFORE};
 use crate::options::{ExportOptions, Fold, Weight};
+use clean::{Cleaner, Cleaning};
 use gpu::{AtLaunch, Call, Gpu, Work};
 use lanes::{Lanes, Open, Role};
 use lines::{Tree, Weights};
@@ -81,7 +82,14 @@ impl Exporter {
             opts: opts.clone(),
             tree: Tree::default(),
             lanes: Lanes::default(),
-            gpu: Gpu::default(),
+            gpu: Gpu {
+                // the upstream merge that gpu-us reproduces cleans frames its own way
+                cleaner: Cleaner::new(match opts.weight {
+                    Some(Weight::GpuUs) => Cleaning::Upstream,
+                    _ => Cleaning::Original,
+                }),
+                ..Gpu::default()
+            },
             samples: FxHashMap::default(),
             differential_samples: false,
             plain_samples: false,
@@ -166,7 +174,7 @@ impl Exporter {
                         .launch_names
                         .entry(s.name)
                         .or_insert_with(|| defs.str(s.name).contains("LaunchKernel"));
-                let call = launch.then(|| self.register_call(defs, root, s.ts, s.name, s.stack));
+                let call = launch.then(|| self.register_call(defs, root, s, s.stack));
                 Role::Api {
                     name: s.name,
                     stack: s.stack,
@@ -185,6 +193,7 @@ impl Exporter {
                     dur,
                     kind,
                     work: None,
+                    correlation: correlation_arg(defs, s),
                 }
             }
             _ => Role::Other,
@@ -202,7 +211,7 @@ impl Exporter {
             for f in ready {
                 let open = self
                     .lanes
-                    .enclosing(root, start, |r| flow_rank(f.role, r))
+                    .enclosing(root, start, |r| flow_rank(&f, r))
                     .expect("just opened");
                 attach(
                     &mut self.gpu,
@@ -221,15 +230,15 @@ impl Exporter {
         &mut self,
         defs: &Defs,
         root: TrackId,
-        ts: i64,
-        name: StrId,
+        s: &Slice,
         stack: Option<StackId>,
     ) -> u32 {
         let prefix = self.prefix(defs, root);
         self.gpu.calls.push(Call {
             pid: Self::pid(defs, root),
-            ts,
-            name,
+            ts: s.ts,
+            dur: s.dur.unwrap_or(0),
+            name: s.name,
             stack,
             launch: true,
             prefix,
@@ -247,7 +256,14 @@ impl Exporter {
             FlowRole::Start => self.lanes.call_stack_at(root, f.ts),
             _ => None,
         };
-        match self.lanes.enclosing(root, f.ts, |r| flow_rank(f.role, r)) {
+        let rank = |r: &Role| flow_rank(f, r);
+        let bound = if f.bind == FlowBind::Enclosing {
+            // the flow binder put the point on the lane of its slice
+            self.lanes.bound(f.track, f.ts, rank)
+        } else {
+            self.lanes.enclosing(root, f.ts, rank)
+        };
+        match bound {
             Some(open) => attach(
                 &mut self.gpu,
                 &mut self.prefixes,
@@ -291,8 +307,13 @@ impl Exporter {
         if let Some(ts) = s.ts {
             let clean = self.gpu.cleaner.clean(defs, &mut self.tree, stack);
             if self.gpu.cleaner.get(clean).launch {
+                let tid = match defs.track(root).kind {
+                    TrackKind::Thread(th) => defs.thread(th).os_tid,
+                    _ => None,
+                };
                 self.gpu.at_launch.push(AtLaunch {
                     pid: Self::pid(defs, root),
+                    tid,
                     ts,
                     weight: s.weight,
                     prefix,
@@ -308,7 +329,7 @@ impl Exporter {
         let has_slices = !self.lanes.self_time.is_empty();
         let fold = match (self.opts.fold, self.opts.weight) {
             (Fold::Auto, Some(Weight::Ns | Weight::Us)) => Fold::Timeline,
-            (Fold::Auto, Some(Weight::GpuNs)) => Fold::Gpu,
+            (Fold::Auto, Some(Weight::GpuNs | Weight::GpuUs)) => Fold::Gpu,
             (Fold::Auto, _) if self.gpu.possible() => Fold::Gpu,
             (Fold::Auto, _) if has_samples => Fold::Samples,
             (Fold::Auto, _) => Fold::Timeline,
@@ -337,13 +358,13 @@ impl Exporter {
             _ => Weight::Samples,
         });
         let ok = match fold {
-            Fold::Gpu => matches!(weight, Weight::Samples | Weight::GpuNs),
+            Fold::Gpu => matches!(weight, Weight::Samples | Weight::GpuNs | Weight::GpuUs),
             Fold::Timeline => matches!(weight, Weight::Samples | Weight::Ns | Weight::Us),
             _ => weight == Weight::Samples,
         };
         if !ok {
             return unsupported(format!(
-                "--weight {} does not apply to the {} view (GPU view: samples or gpu-ns; timelines: ns, us or samples; samples: samples)",
+                "--weight {} does not apply to the {} view (GPU view: samples, gpu-ns or gpu-us; timelines: ns, us or samples; samples: samples)",
                 weight_name(weight),
                 fold_name(fold)
             ));
@@ -405,6 +426,7 @@ pub fn weight_name(w: Weight) -> &'static str {
         Weight::Ns => "ns",
         Weight::Us => "us",
         Weight::GpuNs => "gpu-ns",
+        Weight::GpuUs => "gpu-us",
     }
 }
 
@@ -418,14 +440,29 @@ pub fn fold_name(f: Fold) -> &'static str {
 }
 
 /// Which of several slices starting together a flow point prefers: a start a CUDA call (a
-/// kernel launch first), a step or end GPU work.
-fn flow_rank(role: FlowRole, r: &Role) -> u8 {
-    match (role, r) {
+/// kernel launch first), a step or end GPU work, first the work whose correlation id is the
+/// flow's id (flows keep the input's correlation ids): CUPTI JSON has no streams, so kernels
+/// that start together nest on one track, and only the id tells which is the launch's.
+fn flow_rank(f: &FlowPoint, r: &Role) -> u8 {
+    match (f.role, r) {
         (FlowRole::Start, Role::Api { call: Some(_), .. }) => 2,
         (FlowRole::Start, Role::Api { .. }) => 1,
-        (FlowRole::Step | FlowRole::End, Role::Gpu { .. }) => 1,
+        (FlowRole::Step | FlowRole::End, Role::Gpu { correlation, .. }) => {
+            1 + u8::from(*correlation == Some(f.id.0))
+        }
         _ => 0,
     }
+}
+
+/// The correlation id in a GPU slice's args (`correlationId` from CUPTI, `correlation` from
+/// Kineto and tracex's nsys import).
+fn correlation_arg(defs: &Defs, s: &Slice) -> Option<u64> {
+    s.args
+        .iter()
+        .find_map(|a| match (defs.str(a.key), &a.value) {
+            ("correlationId" | "correlation", Value::Int(i)) => u64::try_from(*i).ok(),
+            _ => None,
+        })
 }
 
 /// Binds flow point `f` to the open slice `open` of `root`: a start on a CUDA call opens the
@@ -451,6 +488,7 @@ fn attach(
                         .process
                         .and_then(|p| defs.process(p).os_pid),
                     ts: open.start,
+                    dur: open.end.saturating_sub(open.start),
                     name: *name,
                     stack: *stack,
                     launch: false,
@@ -469,11 +507,13 @@ fn attach(
                 dur,
                 kind,
                 work,
+                ..
             },
         ) => {
             let w = *work.get_or_insert_with(|| {
                 gpu.works.push(Work {
                     name: *name,
+                    ts: open.start,
                     dur: *dur,
                     kind: *kind,
                 });

@@ -791,6 +791,21 @@ impl Sink for Exporter {
             }
         }
         self.named_but_empty(defs)?;
+        // An archive without locations is one no OTF2 reader opens (INVALID_ARGUMENT).
+        if self.locs.locs.is_empty() {
+            return Err(Error::Unsupported(if self.untimed_samples > 0 {
+                format!(
+                    "OTF2 cannot hold this trace: its {} samples have no time (folded stacks are \
+                     untimed), and an OTF2 archive is a timeline; write folded stacks \
+                     (.folded) or Chrome JSON (.json) instead",
+                    self.untimed_samples
+                )
+            } else {
+                "OTF2 cannot hold this trace: it has no event on a timeline, and an OTF2 \
+                 archive without locations is unreadable"
+                    .to_string()
+            }));
+        }
         for l in 0..self.locs.len() as u32 {
             while let Some(p) = self.locs.locs[l as usize].open.pop() {
                 // `end` is at least the start of every slice written, open ones included.

@@ -124,7 +124,7 @@ pub fn import(path: &Path, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result
             e.to_string(),
         );
     }
-    let paired = flows.pair(ctx.defs);
+    let paired = flows.pair(ctx.defs, ctx.diag);
     ctx.diag.record_n(
         &d::IMPORT_UNMATCHED_MESSAGE,
         paired.start_without_end.0 + paired.end_without_start.0,

@@ -1,0 +1,135 @@
+//! The buffer of trace events being written: one event per line, separators, the common head
+//! of an event, and metadata (`M`) records.
+
+use tracex_ir::time::push_micros;
+
+use super::json::{push_int, push_str};
+
+/// Key, in the args of a name record, of the metadata records whose names viewers do not know.
+pub const META_KEY: &str = "tracex_meta";
+
+/// Metadata names written as `M` records of their own: the ones catapult and TraceLens read.
+/// Other names (nsys GPU properties, Node's `node`, ...) ride in the args of a name record.
+pub const VIEWER_METADATA: &[&str] = &[
+    "process_labels",
+    "process_uptime_seconds",
+    "num_cpus",
+    "stackFrames",
+    "typeNames",
+    "TraceConfig",
+];
+
+pub struct Events {
+    pub buf: Vec<u8>,
+    first: bool,
+    /// Events written so far.
+    pub count: u64,
+    /// Added to every time written (ns), so that no time is negative or too large for a double.
+    pub shift: i64,
+}
+
+impl Events {
+    pub fn new() -> Events {
+        Events {
+            buf: Vec::with_capacity(1 << 16),
+            first: true,
+            count: 0,
+            shift: 0,
+        }
+    }
+
+    /// Starts an event (with the separator from the previous one).
+    pub fn begin(&mut self) {
+        if !self.first {
+            self.buf.extend_from_slice(b",\n");
+        }
+        self.first = false;
+        self.count += 1;
+    }
+
+    /// `{"ph":..,"name":..,"cat":..,"pid":..,"tid":..,"ts":..` common to timed events.
+    pub fn head(
+        &mut self,
+        ph: &str,
+        name: Option<&str>,
+        cat: Option<&str>,
+        ids: (i64, i64),
+        ts: i64,
+    ) {
+        let b = &mut self.buf;
+        b.extend_from_slice(b"{\"ph\":\"");
+        b.extend_from_slice(ph.as_bytes());
+        b.push(b'"');
+        if let Some(n) = name {
+            b.extend_from_slice(b",\"name\":");
+            push_str(b, n);
+        }
+        if let Some(c) = cat {
+            b.extend_from_slice(b",\"cat\":");
+            push_str(b, c);
+        }
+        b.extend_from_slice(b",\"pid\":");
+        push_int(b, ids.0);
+        b.extend_from_slice(b",\"tid\":");
+        push_int(b, ids.1);
+        b.extend_from_slice(b",\"ts\":");
+        self.time(ts);
+    }
+
+    /// A time in µs with three decimals, shifted.
+    pub fn time(&mut self, ts: i64) {
+        push_micros(&mut self.buf, ts + self.shift);
+    }
+
+    /// One `M` record with raw JSON args.
+    pub fn meta(&mut self, name: &str, pid: i64, tid: Option<i64>, args: &[u8]) {
+        self.begin();
+        let b = &mut self.buf;
+        b.extend_from_slice(b"{\"ph\":\"M\",\"name\":");
+        push_str(b, name);
+        b.extend_from_slice(b",\"pid\":");
+        push_int(b, pid);
+        if let Some(t) = tid {
+            b.extend_from_slice(b",\"tid\":");
+            push_int(b, t);
+        }
+        b.extend_from_slice(b",\"args\":");
+        b.extend_from_slice(args);
+        b.push(b'}');
+    }
+
+    /// A `process_name` (no `tid`) or `thread_name` record; `identity` is tracex's own record of
+    /// the original ids, kept in the args beside the name where viewers ignore it.
+    pub fn name(&mut self, pid: i64, tid: Option<i64>, name: &str, identity: Option<&[u8]>) {
+        self.name_with(pid, tid, name, identity, None);
+    }
+
+    /// A name record that also carries metadata records of names viewers do not know
+    /// (`meta`: a JSON object of them), which catapult warns about and TraceLens cannot read.
+    pub fn name_with(
+        &mut self,
+        pid: i64,
+        tid: Option<i64>,
+        name: &str,
+        identity: Option<&[u8]>,
+        meta: Option<&[u8]>,
+    ) {
+        let mut a = b"{\"name\":".to_vec();
+        push_str(&mut a, name);
+        for (key, v) in [(crate::import::IDENTITY, identity), (META_KEY, meta)] {
+            if let Some(v) = v {
+                a.extend_from_slice(b",\"");
+                a.extend_from_slice(key.as_bytes());
+                a.extend_from_slice(b"\":");
+                a.extend_from_slice(v);
+            }
+        }
+        a.push(b'}');
+        let kind = if tid.is_some() {
+            "thread_name"
+        } else {
+            "process_name"
+        };
+        self.meta(kind, pid, tid, &a);
+    }
+}

@@ -1,0 +1,209 @@
+//! JSON text of values, arguments and ids, appended to a byte buffer.
+
+use tracex_ir::{Args, Defs, Diagnostics, Location, TrackId, TrackKind, Value};
+
+use crate::diag as d;
+
+/// Appends `s` as a JSON string literal.
+pub fn push_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let b = s.as_bytes();
+    // Most names need no escaping: check all bytes without branching, then copy at once.
+    if !b.iter().fold(false, |any, &c| {
+        any | (c < 0x20) | (c == b'"') | (c == b'\\')
+    }) {
+        out.extend_from_slice(b);
+        out.push(b'"');
+        return;
+    }
+    let mut start = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let esc: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f => {
+                out.extend_from_slice(&b[start..i]);
+                out.extend_from_slice(format!("\\u{:04x}", c).as_bytes());
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&b[start..i]);
+        out.extend_from_slice(esc);
+        start = i + 1;
+    }
+    out.extend_from_slice(&b[start..]);
+    out.push(b'"');
+}
+
+/// Appends an integer.
+pub fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// Appends a value; false when it could not be written as is (NaN or ∞ became `null`).
+pub fn write_value(out: &mut Vec<u8>, v: &Value) -> bool {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Int(i) => push_int(out, *i),
+        Value::UInt(u) => push_int(out, *u),
+        Value::Float(f) if f.is_finite() => {
+            out.extend_from_slice(ryu::Buffer::new().format_finite(*f).as_bytes())
+        }
+        Value::Float(_) => {
+            out.extend_from_slice(b"null");
+            return false;
+        }
+        Value::Str(s) => push_str(out, s),
+        Value::Json(j) => out.extend_from_slice(j.as_bytes()),
+    }
+    true
+}
+
+/// Appends `{"key":value,...}` of `args` and then `extra`; counts values that cannot be
+/// written.
+pub fn write_args(
+    out: &mut Vec<u8>,
+    defs: &Defs,
+    diag: &mut Diagnostics,
+    args: &Args,
+    extra: &[(&str, Value)],
+) {
+    out.push(b'{');
+    let mut bad = 0;
+    let all = args
+        .iter()
+        .map(|a| (defs.str(a.key), &a.value))
+        .chain(extra.iter().map(|(k, v)| (*k, v)));
+    for (i, (key, value)) in all.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_str(out, key);
+        out.push(b':');
+        if !write_value(out, value) {
+            bad += 1;
+        }
+    }
+    out.push(b'}');
+    diag.record_n(
+        &d::EXPORT_NON_FINITE,
+        bad,
+        Location::Nowhere,
+        None::<String>,
+    );
+}
+
+/// Args of a metadata record: JSON objects as they are, other values wrapped as `{"value": v}`.
+pub fn meta_args(v: &Value) -> Vec<u8> {
+    match v {
+        Value::Json(j) if j.trim_start().starts_with('{') => j.as_bytes().to_vec(),
+        other => {
+            let mut a = b"{\"value\":".to_vec();
+            write_value(&mut a, other);
+            a.push(b'}');
+            a
+        }
+    }
+}
+
+/// The `"id2"` (or `"id"`, `"scope"`) fields of an async track, from its label; labels written by
+/// the Chrome importer round-trip exactly, others become a local string id.
+pub fn async_id(defs: &Defs, track: TrackId) -> Vec<u8> {
+    let mut lane = None;
+    let mut t = track;
+    while let TrackKind::Overflow { of, level } = defs.track(t).kind {
+        lane.get_or_insert(level);
+        t = of;
+    }
+    let label = match defs.track(t).label {
+        Some(l) => defs.str(l).to_owned(),
+        None => format!("\"{}\"", t.0),
+    };
+    let mut out = Vec::new();
+    let mut rest = label.as_str();
+    if let Some(after) = rest.strip_prefix("scope:") {
+        // the scope ends at the first ':' not escaped as "\:"
+        let mut end = None;
+        let b = after.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'\\' {
+                i += 2;
+                continue;
+            }
+            if b[i] == b':' {
+                end = Some(i);
+                break;
+            }
+            i += 1;
+        }
+        if let Some(e) = end {
+            out.extend_from_slice(b",\"scope\":");
+            push_str(&mut out, &after[..e].replace("\\:", ":"));
+            rest = &after[e + 1..];
+        }
+    }
+    let valid = |raw: &str| {
+        serde_json::from_str::<serde_json::Value>(raw)
+            .map(|v| v.is_string() || v.is_number())
+            .unwrap_or(false)
+    };
+    let (field, raw) = if let Some(r) = rest.strip_prefix("local:") {
+        ("local", r)
+    } else if let Some(r) = rest.strip_prefix("global:") {
+        ("global", r)
+    } else {
+        ("id", rest)
+    };
+    let raw_owned;
+    let raw = match lane {
+        Some(level) => {
+            let base = serde_json::from_str::<serde_json::Value>(raw)
+                .ok()
+                .map(|v| match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                })
+                .unwrap_or_else(|| raw.to_string());
+            raw_owned = serde_json::to_string(&format!("{base}#lane{level}")).expect("string");
+            raw_owned.as_str()
+        }
+        None if valid(raw) => raw,
+        None => {
+            raw_owned = serde_json::to_string(raw).expect("string");
+            raw_owned.as_str()
+        }
+    };
+    match field {
+        "id" => {
+            out.extend_from_slice(b",\"id\":");
+            out.extend_from_slice(raw.as_bytes());
+        }
+        f => {
+            out.extend_from_slice(b",\"id2\":{\"");
+            out.extend_from_slice(f.as_bytes());
+            out.extend_from_slice(b"\":");
+            out.extend_from_slice(raw.as_bytes());
+            out.push(b'}');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        let mut v = Vec::new();
+        push_str(&mut v, "a\"b\\c\nd\u{1}é");
+        assert_eq!(String::from_utf8(v).unwrap(), "\"a\\\"b\\\\c\\nd\\u0001é\"");
+    }
+}

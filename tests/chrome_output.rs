@@ -1,0 +1,404 @@
+//! What tracex's Chrome output must be for the viewers and analysers to read it exactly (issue
+//! 9): each test states one rule on a small input, independently of the viewers themselves
+//! (`viewers.rs` runs those on the real fixtures).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Converts `input` to Chrome JSON with `extra` options and parses the output.
+fn convert(input: &Path, extra: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    let mut args = vec!["convert", "--force"];
+    args.extend_from_slice(extra);
+    args.push(input.to_str().unwrap());
+    args.push(out.to_str().unwrap());
+    run_ok(&args);
+    serde_json::from_slice(&std::fs::read(&out).unwrap()).expect("output is JSON")
+}
+
+fn events(v: &Value) -> &Vec<Value> {
+    v["traceEvents"].as_array().expect("traceEvents")
+}
+
+fn ph<'a>(v: &'a Value, ph: &str) -> Vec<&'a Value> {
+    events(v).iter().filter(|e| e["ph"] == ph).collect()
+}
+
+/// Metadata names catapult and Perfetto know (tracex must not add others).
+const KNOWN_METADATA: &[&str] = &[
+    "process_name",
+    "thread_name",
+    "process_sort_index",
+    "thread_sort_index",
+    "process_labels",
+];
+
+#[test]
+fn identity_rides_in_name_records_and_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = root().join("fixtures/chrome/string_pids.json");
+    let out = convert(&input, &[]);
+    for m in ph(&out, "M") {
+        let name = m["name"].as_str().unwrap();
+        assert!(KNOWN_METADATA.contains(&name), "unknown metadata {m}");
+    }
+    // the identity is in the args of the name records
+    let with_identity = ph(&out, "M")
+        .into_iter()
+        .filter(|m| m["args"].get("tracex_identity").is_some())
+        .count();
+    assert!(with_identity > 0);
+    // and still makes the round trip exact
+    let rt = dir.path().join("rt.json");
+    run_ok(&["convert", input.to_str().unwrap(), rt.to_str().unwrap()]);
+    assert_eq!(dump(&input), dump(&rt));
+}
+
+#[test]
+fn synthetic_ids_stay_small() {
+    let input = root().join("fixtures/chrome/string_pids.json");
+    let out = convert(&input, &[]);
+    for e in events(&out) {
+        for key in ["pid", "tid"] {
+            if let Some(n) = e.get(key).and_then(Value::as_i64) {
+                assert!(n < 1_000_000_000, "{key} {n} in {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_numeric_string_tid_is_that_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "kineto_tids.json",
+        r#"{"traceEvents":[
+{"ph":"X","name":"op","pid":1,"tid":25738,"ts":0,"dur":10},
+{"ph":"X","name":"launch","pid":1,"tid":"25738","ts":2,"dur":2},
+{"ph":"s","name":"ac2g","cat":"ac2g","id":7,"pid":1,"tid":"25738","ts":3},
+{"ph":"X","name":"kernel","pid":0,"tid":"stream 7","ts":20,"dur":5},
+{"ph":"f","name":"ac2g","cat":"ac2g","id":7,"bp":"e","pid":0,"tid":"stream 7","ts":20},
+{"ph":"X","name":"lead","pid":1,"tid":"007","ts":1,"dur":1}
+]}"#,
+    );
+    let d = dump(&input);
+    // one thread 25738 (the string and the number), "007" stays a label of its own
+    assert_eq!(d.matches("tid=25738").count(), 1, "{d}");
+    assert!(d.contains("label=\"007\""), "{d}");
+    let out = convert(&input, &[]);
+    let threads: std::collections::BTreeSet<(i64, i64)> = ph(&out, "X")
+        .iter()
+        .filter(|e| e["pid"] == 1)
+        .map(|e| (e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(threads.len(), 2, "{threads:?}");
+}
+
+#[test]
+fn every_flow_point_has_a_name_a_category_and_its_source_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "flows.json",
+        r#"{"traceEvents":[
+{"ph":"X","name":"a","pid":1,"tid":1,"ts":0,"dur":10,"bind_id":"0x2a","flow_out":true},
+{"ph":"X","name":"b","pid":1,"tid":2,"ts":20,"dur":10,"bind_id":"0x2a","flow_in":true},
+{"ph":"X","name":"launch","pid":1,"tid":1,"ts":30,"dur":5},
+{"ph":"s","name":"ac2g","cat":"ac2g","id":4242,"pid":1,"tid":1,"ts":31},
+{"ph":"X","name":"kernel","pid":2,"tid":7,"ts":40,"dur":5},
+{"ph":"f","name":"ac2g","cat":"ac2g","id":4242,"bp":"e","pid":2,"tid":7,"ts":40}
+]}"#,
+    );
+    let out = convert(&input, &[]);
+    let points: Vec<&Value> = events(&out)
+        .iter()
+        .filter(|e| matches!(e["ph"].as_str(), Some("s" | "t" | "f")))
+        .collect();
+    assert_eq!(points.len(), 4);
+    for p in &points {
+        assert!(p["name"].is_string() && p["cat"].is_string(), "{p}");
+    }
+    // Kineto's flow id (its correlation id) is kept; the v2 binding keeps its hex id's number
+    let ids: std::collections::BTreeSet<u64> =
+        points.iter().map(|p| p["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, [0x2a, 4242].into_iter().collect());
+    // the default name and category read back as none: the round trip is exact
+    let rt = dir.path().join("rt.json");
+    run_ok(&["convert", input.to_str().unwrap(), rt.to_str().unwrap()]);
+    assert_eq!(dump(&input), dump(&rt));
+}
+
+#[test]
+fn merged_inputs_with_the_same_flow_ids_are_renumbered_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{"traceEvents":[
+{"ph":"X","name":"launch","pid":1,"tid":1,"ts":30,"dur":5},
+{"ph":"s","name":"ac2g","cat":"ac2g","id":5,"pid":1,"tid":1,"ts":31},
+{"ph":"X","name":"kernel","pid":2,"tid":7,"ts":40,"dur":5},
+{"ph":"f","name":"ac2g","cat":"ac2g","id":5,"bp":"e","pid":2,"tid":7,"ts":40}
+]}"#;
+    let a = write(dir.path(), "rank0.json", text);
+    let b = write(dir.path(), "rank1.json", text);
+    let out = dir.path().join("merged.json");
+    let r = tracex_loud()
+        .args([
+            "convert",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(r.status.success());
+    assert!(String::from_utf8_lossy(&r.stderr).contains("flow_id_renumbered"));
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let starts: Vec<u64> = ph(&v, "s")
+        .iter()
+        .map(|p| p["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert!(starts.contains(&5) && starts[0] != starts[1], "{starts:?}");
+}
+
+#[test]
+fn an_end_written_before_its_start_at_the_same_time_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "f_first.json",
+        r#"{"traceEvents":[
+{"ph":"X","name":"launch","pid":1,"tid":1,"ts":10,"dur":5},
+{"ph":"X","name":"kernel","pid":2,"tid":7,"ts":10,"dur":5},
+{"ph":"f","name":"ac2g","cat":"ac2g","id":9,"bp":"e","pid":2,"tid":7,"ts":10},
+{"ph":"s","name":"ac2g","cat":"ac2g","id":9,"pid":1,"tid":1,"ts":10}
+]}"#,
+    );
+    let d = dump_with_diagnostics(&input);
+    assert_eq!(
+        d.matches("\nflow ").count() + d.starts_with("flow ") as usize,
+        1,
+        "{d}"
+    );
+    assert!(
+        d.contains("diag flow_end_first_at_same_time count=1"),
+        "{d}"
+    );
+    assert!(!d.contains("chrome_flow_end_without_start"), "{d}");
+}
+
+#[test]
+fn samples_have_a_declared_thread_and_a_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    // samples on a thread that has no other event, one of them without a stack
+    let input = write(
+        dir.path(),
+        "samples.json",
+        r#"{"traceEvents":[{"ph":"X","name":"x","pid":1,"tid":1,"ts":0,"dur":1}],
+"stackFrames":{"1":{"name":"main"},"2":{"name":"work","parent":"1"}},
+"samples":[{"pid":1,"tid":42,"ts":5,"sf":"2","weight":1},{"pid":1,"tid":42,"ts":6,"weight":1}]}"#,
+    );
+    let out = convert(&input, &[]);
+    let declared = ph(&out, "M")
+        .iter()
+        .any(|m| m["name"] == "thread_name" && m["pid"] == 1 && m["tid"] == 42);
+    assert!(declared, "the sampled thread is not declared");
+    let frames = out["stackFrames"].as_object().unwrap();
+    for s in out["samples"].as_array().unwrap() {
+        let sf = s["sf"].as_str().expect("every sample has a frame");
+        assert!(frames.contains_key(sf), "{s}");
+    }
+    let rt = dir.path().join("rt.json");
+    run_ok(&["convert", input.to_str().unwrap(), rt.to_str().unwrap()]);
+    assert_eq!(dump(&input), dump(&rt));
+}
+
+/// Reads `b`/`e` in a stable sort by time and matches each `e` with the innermost open `b` of
+/// its id, as catapult does; returns the ends that closed a slice of another name.
+fn misnested_async_ends(v: &Value) -> usize {
+    let mut evs: Vec<&Value> = events(v)
+        .iter()
+        .filter(|e| matches!(e["ph"].as_str(), Some("b" | "e")))
+        .collect();
+    evs.sort_by(|a, b| {
+        a["ts"]
+            .as_f64()
+            .unwrap()
+            .total_cmp(&b["ts"].as_f64().unwrap())
+    });
+    let mut open: std::collections::HashMap<String, Vec<String>> = Default::default();
+    let mut bad = 0;
+    for e in evs {
+        let key = format!("{}{}{}", e["cat"], e["id"], e["id2"]);
+        let name = e["name"].as_str().unwrap().to_string();
+        if e["ph"] == "b" {
+            open.entry(key).or_default().push(name);
+        } else if open.get_mut(&key).and_then(|s| s.pop()) != Some(name) {
+            bad += 1;
+        }
+    }
+    bad
+}
+
+#[test]
+fn nested_async_slices_at_equal_times_end_innermost_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "async.json",
+        r#"{"traceEvents":[
+{"ph":"b","name":"outer","cat":"c","id":1,"pid":1,"tid":1,"ts":0},
+{"ph":"b","name":"inner","cat":"c","id":1,"pid":1,"tid":1,"ts":0},
+{"ph":"b","name":"leaf","cat":"c","id":1,"pid":1,"tid":1,"ts":0},
+{"ph":"e","name":"leaf","cat":"c","id":1,"pid":1,"tid":1,"ts":10},
+{"ph":"e","name":"inner","cat":"c","id":1,"pid":1,"tid":1,"ts":10},
+{"ph":"e","name":"outer","cat":"c","id":1,"pid":1,"tid":1,"ts":10},
+{"ph":"b","name":"next","cat":"c","id":1,"pid":1,"tid":1,"ts":10},
+{"ph":"e","name":"next","cat":"c","id":1,"pid":1,"tid":1,"ts":12}
+]}"#,
+    );
+    let out = convert(&input, &[]);
+    assert_eq!(misnested_async_ends(&out), 0, "{out}");
+}
+
+#[test]
+fn negative_times_are_shifted_and_shifted_back() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, base) in [("neg", "-5.250"), ("neg_big", "-1712195495.047")] {
+        let input = write(
+            dir.path(),
+            &format!("{name}.json"),
+            &format!(
+                r#"{{"traceEvents":[
+{{"ph":"X","name":"a","pid":1,"tid":1,"ts":{base},"dur":10}},
+{{"ph":"i","name":"m","pid":1,"tid":1,"ts":{base},"s":"t"}}]}}"#
+            ),
+        );
+        let out = convert(&input, &[]);
+        for e in events(&out).iter().filter(|e| e.get("ts").is_some()) {
+            let ts = e["ts"].as_f64().unwrap();
+            assert!((0.0..1.0).contains(&ts), "{name}: ts {ts} in {e}");
+            // shifted by whole microseconds: the nanoseconds stay what they were
+            let ns = (ts * 1000.0).round() as i64;
+            assert_eq!(ns, if name == "neg" { 750 } else { 953 }, "{name}");
+        }
+        let rt = dir.path().join(format!("{name}.rt.json"));
+        run_ok(&["convert", input.to_str().unwrap(), rt.to_str().unwrap()]);
+        assert_eq!(dump(&input), dump(&rt), "{name}");
+    }
+}
+
+#[test]
+fn an_object_system_trace_is_kept_where_perfetto_ignores_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "fuchsia.json",
+        r#"{"traceEvents":[{"ph":"X","name":"a","pid":1,"tid":1,"ts":0,"dur":1}],
+"systemTraceEvents":{"type":"fuchsia","events":[{"ph":"p","pid":1,"name":"app"}]}}"#,
+    );
+    let out = convert(&input, &[]);
+    assert!(out.get("systemTraceEvents").is_none_or(Value::is_string));
+    assert!(out["tracexSystemTraceEvents"].is_object());
+    let rt = dir.path().join("rt.json");
+    run_ok(&["convert", input.to_str().unwrap(), rt.to_str().unwrap()]);
+    assert_eq!(dump(&input), dump(&rt));
+    // the string form stays where it is
+    let text = write(
+        dir.path(),
+        "ftrace.json",
+        r##"{"traceEvents":[],"systemTraceEvents":"# tracer: nop\n"}"##,
+    );
+    assert!(convert(&text, &[])["systemTraceEvents"].is_string());
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("[");
+    for i in 0..50_000 {
+        text.push_str(&format!(
+            "{{\"ph\":\"X\",\"name\":\"slice {i}\",\"pid\":1,\"tid\":1,\"ts\":{i},\"dur\":1}},"
+        ));
+    }
+    text.push_str("{}]");
+    let input = write(dir.path(), "big.json", &text);
+    let bin = std::env::var_os("TRACEX_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tracex")));
+    let mut child = Command::new(bin)
+        .args(["convert", "--to", "chrome", input.to_str().unwrap(), "-"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 100];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    // the reader is gone (as `| head -c 100` leaves it)
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {err}", out.status);
+    assert!(
+        !err.contains("Broken pipe") && !err.contains("nothing was written"),
+        "{err}"
+    );
+}
+
+#[test]
+fn kineto_names_for_cupti_gpu_work() {
+    let input = root().join("fixtures/cupti/app_gpu.json");
+    let out = convert(&input, &["--kineto"]);
+    let x = ph(&out, "X");
+    let launches: Vec<&&Value> = x
+        .iter()
+        .filter(|e| e["name"].as_str().unwrap().contains("cudaLaunchKernel"))
+        .collect();
+    let kernels: Vec<&&Value> = x
+        .iter()
+        .filter(|e| {
+            matches!(
+                e["cat"].as_str(),
+                Some("kernel" | "gpu_memcpy" | "gpu_memset")
+            )
+        })
+        .collect();
+    assert!(!launches.is_empty() && !kernels.is_empty());
+    for l in &launches {
+        assert_eq!(l["cat"], "cuda_runtime", "{l}");
+        assert!(l["args"]["correlation"].is_u64(), "{l}");
+    }
+    for k in &kernels {
+        assert!(k["args"]["correlation"].is_u64(), "{k}");
+        assert!(
+            k["args"]["stream"].is_u64() && k["args"]["device"].is_u64(),
+            "{k}"
+        );
+    }
+    // ac2g flows whose id is the correlation id, ending on the kernel's pid and tid, as
+    // TraceLens and HTA join them
+    let ends = ph(&out, "f");
+    assert!(!ends.is_empty());
+    for f in ends {
+        assert_eq!(
+            (f["cat"].as_str(), f["name"].as_str()),
+            (Some("ac2g"), Some("ac2g"))
+        );
+        let k = kernels
+            .iter()
+            .find(|k| k["args"]["correlation"] == f["id"])
+            .unwrap_or_else(|| panic!("no kernel with the flow's id: {f}"));
+        assert_eq!((&f["pid"], &f["tid"]), (&k["pid"], &k["tid"]));
+    }
+}
