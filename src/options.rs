@@ -12,4 +12,6 @@ pub struct Options {
     #[cfg(feature = "otf2")]
     pub otf2_export: tracex_otf2::ExportOptions,
     pub nsys: tracex_nsys::ImportOptions,
+    pub perfetto_import: tracex_perfetto::ImportOptions,
+    pub perfetto_export: tracex_perfetto::ExportOptions,
 }

@@ -21,7 +21,7 @@ fn export(target: &OutputTarget, opts: &Options) -> Result<Box<dyn Sink>> {
 
 pub static FORMAT: Format = Format {
     name: tracex_chrome::NAME,
-    aliases: &["json", "perfetto"],
+    aliases: &["json"],
     description: "Chrome Trace Event JSON (Perfetto, chrome://tracing, speedscope); plain or gzip",
     extensions: tracex_chrome::EXTENSIONS,
     sniff: tracex_chrome::sniff,

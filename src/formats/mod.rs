@@ -7,6 +7,7 @@ pub mod folded;
 pub mod nsys;
 #[cfg(feature = "otf2")]
 pub mod otf2;
+pub mod perfetto;
 
 use tracex_ir::diag::DiagKind;
 use tracex_ir::io::OutputTarget;
@@ -26,7 +27,6 @@ pub enum InputKind {
     /// A byte stream (decompressed transparently); stdin works.
     Stream,
     /// A file on disk (SQLite, archives); stdin is copied to a temporary file first.
-    #[cfg_attr(not(feature = "otf2"), allow(dead_code))]
     File,
 }
 
@@ -60,6 +60,7 @@ static FORMATS: &[&Format] = &[
     &nsys::FORMAT,
     #[cfg(feature = "otf2")]
     &otf2::FORMAT,
+    &perfetto::FORMAT,
 ];
 
 pub fn formats() -> impl Iterator<Item = &'static Format> {

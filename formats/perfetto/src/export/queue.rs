@@ -1,0 +1,177 @@
+//! Packets on their way out: built as prost structs, held in a short queue while flow points may
+//! still be attached to them (the events of the current timestamp), then encoded in order onto
+//! the one packet sequence tracex writes, with timestamps as deltas on an incremental clock.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+
+use flate2::write::GzEncoder;
+use tracex_ir::io::{BackgroundWriter, OutFile, OutputTarget};
+
+use crate::pb::trace_packet::{OptionalTrustedPacketSequenceId, SequenceFlags};
+use crate::pb::{BuiltinClock, TracePacket};
+use crate::wire::put_packet;
+
+/// The sequence every packet tracex writes belongs to.
+pub const SEQUENCE: u32 = 1;
+/// The sequence-scoped clock of event timestamps: ns, incremental (each timestamp a delta from
+/// the previous one), defined against BOOTTIME by the first clock snapshot.
+pub const DELTA_CLOCK: u32 = 64;
+/// Packets whose time goes backwards are written on BOOTTIME, absolute.
+pub const ABSOLUTE_CLOCK: u32 = BuiltinClock::Boottime as u32;
+
+/// Where the encoded bytes go: a file (or stdout), gzip-compressed or not, written on a
+/// background thread.
+enum Target {
+    Plain(OutFile),
+    Gz(GzEncoder<OutFile>),
+}
+
+impl Write for Target {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Target::Plain(w) => w.write(buf),
+            Target::Gz(w) => w.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Target::Plain(w) => w.flush(),
+            Target::Gz(w) => w.flush(),
+        }
+    }
+}
+
+/// A packet in the queue: its time (Perfetto time, ns) and whether that time must be written
+/// absolute (samples without a time).
+pub struct Queued {
+    pub ts: Option<i64>,
+    pub absolute: bool,
+    pub packet: TracePacket,
+}
+
+pub struct Queue {
+    out: Option<BackgroundWriter<Target>>,
+    buf: Vec<u8>,
+    items: VecDeque<Queued>,
+    /// Packets encoded so far: queue position `i` is packet number `encoded + i`.
+    encoded: u64,
+    /// Last time written on the incremental clock.
+    last_ts: Option<i64>,
+    pub bytes: u64,
+}
+
+impl Queue {
+    pub fn create(target: &OutputTarget, gzip: bool, level: u32) -> io::Result<Queue> {
+        let file = OutFile::create(target)?;
+        let target = if gzip {
+            Target::Gz(GzEncoder::new(file, flate2::Compression::new(level.min(9))))
+        } else {
+            Target::Plain(file)
+        };
+        Ok(Queue {
+            out: Some(BackgroundWriter::new(target)),
+            buf: Vec::with_capacity(1 << 16),
+            items: VecDeque::new(),
+            encoded: 0,
+            last_ts: None,
+            bytes: 0,
+        })
+    }
+
+    /// Appends a packet; returns its number (valid for [`Queue::get_mut`] until it is encoded).
+    pub fn push(&mut self, ts: Option<i64>, packet: TracePacket) -> u64 {
+        self.items.push_back(Queued {
+            ts,
+            absolute: false,
+            packet,
+        });
+        self.encoded + self.items.len() as u64 - 1
+    }
+
+    /// Appends a packet whose time is written absolute on BOOTTIME.
+    pub fn push_absolute(&mut self, ts: i64, packet: TracePacket) {
+        self.items.push_back(Queued {
+            ts: Some(ts),
+            absolute: true,
+            packet,
+        });
+    }
+
+    /// The packet numbered `n`, if it is still queued.
+    pub fn get_mut(&mut self, n: u64) -> Option<&mut TracePacket> {
+        let i = n.checked_sub(self.encoded)?;
+        self.items.get_mut(i as usize).map(|q| &mut q.packet)
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Marks the delta clock as starting at `ts` (the clock snapshot's value).
+    pub fn start_clock(&mut self, ts: i64) {
+        self.last_ts = Some(ts);
+    }
+
+    /// Encodes the oldest `n` queued packets.
+    pub fn encode(&mut self, n: usize) -> io::Result<()> {
+        for _ in 0..n.min(self.items.len()) {
+            let Queued {
+                ts,
+                absolute,
+                mut packet,
+            } = self.items.pop_front().expect("counted");
+            self.encoded += 1;
+            packet.optional_trusted_packet_sequence_id = Some(
+                OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(SEQUENCE),
+            );
+            if let Some(t) = ts {
+                match self.last_ts {
+                    Some(last) if !absolute && t >= last => {
+                        packet.timestamp = Some((t - last) as u64);
+                        self.last_ts = Some(t);
+                    }
+                    _ => {
+                        packet.timestamp = Some(t.max(0) as u64);
+                        packet.timestamp_clock_id = Some(ABSOLUTE_CLOCK);
+                    }
+                }
+            }
+            put_packet(&mut self.buf, &packet);
+            if self.buf.len() >= 1 << 16 {
+                self.write_buf()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes everything queued.
+    pub fn encode_all(&mut self) -> io::Result<()> {
+        self.encode(self.items.len())
+    }
+
+    fn write_buf(&mut self) -> io::Result<()> {
+        self.bytes += self.buf.len() as u64;
+        self.out
+            .as_mut()
+            .expect("open until finish")
+            .write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Encodes what is left, completes the file and moves it into place.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.encode_all()?;
+        self.write_buf()?;
+        match self.out.take().expect("finish once").finish()? {
+            Target::Plain(f) => f.commit(),
+            Target::Gz(g) => g.finish()?.commit(),
+        }
+    }
+}
+
+/// Sequence flags of a packet that refers to interned data or defaults.
+pub const NEEDS_STATE: u32 = SequenceFlags::SeqNeedsIncrementalState as u32;
+/// Sequence flags of the first packet: the incremental state starts empty here.
+pub const STATE_CLEARED: u32 = SequenceFlags::SeqIncrementalStateCleared as u32;
