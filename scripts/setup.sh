@@ -9,7 +9,7 @@ want_browser=1
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 gzip time)
+pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 python3-venv gzip time)
 [ "$want_browser" = 1 ] && pkgs+=(chromium)
 
 missing=()
@@ -42,5 +42,12 @@ if [ "$want_browser" = 1 ] && [ ! -f "$SPEEDSCOPE_DIR/package/dist/release/index
   else
     echo "setup: npm not found; speedscope checks will be skipped" >&2
   fi
+fi
+# Perfetto's own protos (PyPI package `perfetto`) decode every .pftrace tracex writes in the tests.
+PERFETTO_VENV="${TRACEX_PERFETTO_VENV:-$HOME/.cache/tracex/venv-perfetto}"
+if ! "$PERFETTO_VENV/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null; then
+  echo "setup: installing the perfetto Python package into $PERFETTO_VENV" >&2
+  /usr/bin/python3 -m venv "$PERFETTO_VENV"
+  "$PERFETTO_VENV/bin/pip" install --quiet --disable-pip-version-check perfetto==0.59.1
 fi
 echo "setup: ok" >&2

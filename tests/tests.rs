@@ -10,4 +10,5 @@ mod folded;
 mod multi;
 mod nsys;
 mod otf2;
+mod perfetto;
 mod stats;

@@ -401,6 +401,8 @@ impl Tracks {
             self.sorted_threads = true;
         }
         let desc = TrackDescriptor {
+            // trace processor goes by the pid; tracex by the parent
+            parent_uuid: Some(parent),
             thread: Some(ThreadDescriptor {
                 pid: Some(pid),
                 tid: Some(tid),

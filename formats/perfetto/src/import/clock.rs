@@ -22,6 +22,8 @@ pub struct Clocks {
     pub trace_clock: u32,
     /// Builtin clock → (trace time − clock time).
     offsets: FxHashMap<u32, i128>,
+    /// Whether any snapshot was seen: without one, every clock reads as the trace clock.
+    snapshots: bool,
 }
 
 impl Default for Clocks {
@@ -29,6 +31,7 @@ impl Default for Clocks {
         Clocks {
             trace_clock: BOOTTIME,
             offsets: FxHashMap::default(),
+            snapshots: false,
         }
     }
 }
@@ -36,6 +39,7 @@ impl Default for Clocks {
 impl Clocks {
     /// Learns from one snapshot (the first reading of each clock pair wins).
     pub fn learn(&mut self, s: &ClockSnapshot, first: bool) {
+        self.snapshots = true;
         if first {
             if let Some(p) = s.primary_trace_clock.filter(|&p| p > 0) {
                 self.trace_clock = p as u32;
@@ -62,7 +66,7 @@ impl Clocks {
 
     /// A builtin clock's reading in trace time.
     pub fn to_trace(&self, clock: u32, ns: i128) -> Option<i128> {
-        if clock == self.trace_clock {
+        if clock == self.trace_clock || !self.snapshots {
             return Some(ns);
         }
         self.offsets.get(&clock).map(|o| ns + o)
@@ -185,6 +189,8 @@ mod tests {
         assert_eq!(c.to_trace(MONOTONIC, 1_900), Some(2_000));
         assert_eq!(c.realtime_offset(), Some(1_700_000_000_000_000_000));
         assert_eq!(c.to_trace(5, 1), None);
+        // a trace without snapshots has one clock
+        assert_eq!(Clocks::default().to_trace(MONOTONIC, 7), Some(7));
         let mut s = SequenceClocks::default();
         s.learn(&snap, &c);
         // deltas of 2 µs and 3 µs from the snapshot's reading
