@@ -8,7 +8,16 @@ fn main() {
         println!("cargo:rerun-if-changed={f}");
     }
     let fds = protox::compile(files, ["proto"]).expect("the .proto files of tracex-perfetto parse");
+    // Large payloads boxed, so that a TracePacket stays small to build and move (one packet is
+    // made per event).
     prost_build::Config::new()
+        .boxed(".perfetto.protos.TracePacket.data.track_event")
+        .boxed(".perfetto.protos.TracePacket.data.track_descriptor")
+        .boxed(".perfetto.protos.TracePacket.data.stack_sample")
+        .boxed(".perfetto.protos.TracePacket.interned_data")
+        .boxed(".perfetto.protos.TracePacket.trace_packet_defaults")
+        .boxed(".perfetto.protos.TracePacket.tracex")
+        .boxed(".perfetto.protos.TrackEvent.legacy_event")
         .compile_fds(fds)
         .expect("prost generates the Perfetto types");
 }

@@ -67,6 +67,7 @@ def main(path):
             d = p.interned_data
             table = interned.setdefault(seq, collections.defaultdict(set))
             for kind in ("event_names", "event_categories", "debug_annotation_names",
+                         "debug_annotation_string_values",
                          "function_names", "mapping_paths", "mappings", "frames", "callstacks",
                          "stack_sample_task_contexts", "stack_sample_execution_contexts",
                          "stack_sample_counter_descriptors"):
@@ -103,8 +104,13 @@ def main(path):
             need(seq, "event_names", e.name_iid, i)
             for c in e.category_iids:
                 need(seq, "event_categories", c, i)
-            for a in e.debug_annotations:
+            stack = list(e.debug_annotations)
+            while stack:
+                a = stack.pop()
                 need(seq, "debug_annotation_names", a.name_iid, i)
+                need(seq, "debug_annotation_string_values", a.string_value_iid, i)
+                stack.extend(a.dict_entries)
+                stack.extend(a.array_values)
             need(seq, "callstacks", e.callstack_iid, i)
             if e.track_uuid:
                 used_tracks.add(e.track_uuid)

@@ -26,7 +26,7 @@ use crate::diag as d;
 use crate::pb::trace_packet::Data;
 use crate::pb::tracex::{self as x, flow_point::Role};
 use crate::pb::track_event::LegacyEvent;
-use crate::pb::{InternedData, TracePacket, TrackEvent};
+use crate::pb::{TracePacket, TrackEvent};
 
 /// The slices a point on one track may bind to.
 pub struct Carriers<'a> {
@@ -62,6 +62,8 @@ struct Waiting {
 pub struct Flows {
     state: FxHashMap<FlowId, State>,
     waiting: FxHashMap<TrackId, Vec<Waiting>>,
+    /// The first flow's name and category: flows with the same need no record of them.
+    default: Option<(Option<StrId>, Option<StrId>)>,
 }
 
 fn role(r: FlowRole) -> Role {
@@ -70,13 +72,6 @@ fn role(r: FlowRole) -> Role {
         FlowRole::Step => Role::Step,
         FlowRole::End => Role::End,
     }
-}
-
-/// Adds interned definitions to a queued packet (it precedes every packet that uses them).
-fn merge(into: &mut Option<InternedData>, new: InternedData) {
-    let d = into.get_or_insert_with(Default::default);
-    d.event_names.extend(new.event_names);
-    d.event_categories.extend(new.event_categories);
 }
 
 fn event_mut(p: &mut TracePacket) -> Option<&mut TrackEvent> {
@@ -99,13 +94,20 @@ impl Flows {
     ) -> x::FlowPoint {
         x::FlowPoint {
             id: Some(f.id.0),
-            role: Some(role(f.role) as i32),
             ts,
             next: (f.bind == FlowBind::Next).then_some(true),
-            name_iid: f.name.filter(|_| names).map(|n| interner.name(defs, n)),
-            category_iid: f.cat.filter(|_| names).map(|c| interner.category(defs, c)),
+            name_iid: names.then(|| f.name.map_or(0, |n| interner.name(defs, n))),
+            category_iid: names.then(|| f.cat.map_or(0, |c| interner.category(defs, c))),
             ..Default::default()
         }
+    }
+
+    /// The default name and category of flows, for tracex's trace-level record.
+    pub fn default_names(&self, defs: &Defs) -> Option<x::FlowNames> {
+        self.default.map(|(n, c)| x::FlowNames {
+            name: n.map(|n| defs.str(n).to_owned()),
+            category: c.map(|c| defs.str(c).to_owned()),
+        })
     }
 
     /// Whether tracex must record `point` for the reader to get it back: a name or category
@@ -143,8 +145,9 @@ impl Flows {
         carriers: Carriers<'_>,
         event: u64,
     ) {
+        let default = *self.default.get_or_insert((f.name, f.cat));
         let names = match (f.role, self.state.get(&f.id)) {
-            (FlowRole::Start, _) | (_, None) => true,
+            (FlowRole::Start, _) | (_, None) => default != (f.name, f.cat),
             (_, Some(s)) => s.name != f.name || s.cat != f.cat,
         };
         let top_begin = carriers
@@ -189,7 +192,7 @@ impl Flows {
                     let interned = interner.take();
                     let p = q.get_mut(n).expect("queued");
                     if let Some(data) = interned {
-                        merge(&mut p.interned_data, data);
+                        super::intern::merge(&mut p.interned_data, data);
                     }
                     let ev = event_mut(p).expect("a BEGIN");
                     match f.role {
@@ -257,12 +260,12 @@ impl Flows {
                         .map(|c| interner.category(defs, c))
                         .into_iter()
                         .collect(),
-                    legacy_event: Some(LegacyEvent {
+                    legacy_event: Some(Box::new(LegacyEvent {
                         phase: Some(phase as i32),
                         id: Some(crate::pb::track_event::legacy_event::Id::UnscopedId(f.id.0)),
                         bind_to_enclosing: (f.role == FlowRole::End && enclosing).then_some(true),
                         ..Default::default()
-                    }),
+                    })),
                     ..Default::default()
                 };
                 // what the legacy encoding does not say: next-slice binding of a start or step,
@@ -277,12 +280,14 @@ impl Flows {
                 q.push(
                     Some(t),
                     TracePacket {
-                        data: Some(Data::TrackEvent(ev)),
+                        data: Some(Data::TrackEvent(Box::new(ev))),
                         interned_data: interner.take(),
                         sequence_flags: Some(NEEDS_STATE),
-                        tracex: point.next.map(|_| x::Extra {
-                            flows: vec![point],
-                            ..Default::default()
+                        tracex: point.next.map(|_| {
+                            Box::new(x::Extra {
+                                flows: vec![point],
+                                ..Default::default()
+                            })
                         }),
                         ..Default::default()
                     },
@@ -318,6 +323,7 @@ impl Flows {
             s.native = Native::Detached;
         }
         let mut point = self.describe(defs, interner, f, names, None);
+        point.role = Some(role(f.role) as i32);
         point.track = Some(track);
         point.detached = Some(true);
         q.push(
@@ -325,10 +331,10 @@ impl Flows {
             TracePacket {
                 interned_data: interner.take(),
                 sequence_flags: Some(NEEDS_STATE),
-                tracex: Some(x::Extra {
+                tracex: Some(Box::new(x::Extra {
                     flows: vec![point],
                     ..Default::default()
-                }),
+                })),
                 ..Default::default()
             },
         );
@@ -363,14 +369,15 @@ impl Flows {
                 defs.diag
                     .record(&d::EXPORT_FLOW_NOT_DRAWN, Location::Nowhere);
                 w.point.detached = Some(true);
+                w.point.role = Some(role(w.role) as i32);
                 q.push(
                     None,
                     TracePacket {
                         sequence_flags: Some(NEEDS_STATE),
-                        tracex: Some(x::Extra {
+                        tracex: Some(Box::new(x::Extra {
                             flows: vec![w.point],
                             ..Default::default()
-                        }),
+                        })),
                         ..Default::default()
                     },
                 );

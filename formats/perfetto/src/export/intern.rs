@@ -13,6 +13,11 @@ use crate::pb::{
     Mapping,
 };
 
+/// Distinct argument string values interned at most (then new ones stay inline).
+pub const MAX_VALUES: usize = 1 << 16;
+/// Distinct JSON argument texts whose encoding is kept.
+const MAX_JSON: usize = 1 << 12;
+
 /// One iid space: value → iid.
 struct Table<K> {
     ids: FxHashMap<K, u64>,
@@ -44,6 +49,8 @@ pub struct Interner {
     names: Table<StrId>,
     cats: Table<StrId>,
     keys: Table<StrId>,
+    /// Keys of nested JSON objects (no `StrId`): the same iid space as `keys`.
+    key_texts: FxHashMap<Box<str>, u64>,
     functions: Table<StrId>,
     paths: Table<StrId>,
     mappings: Table<StrId>,
@@ -52,18 +59,22 @@ pub struct Interner {
     tasks: Table<(u32, u32)>,
     cpus: Table<u32>,
     counters: Table<Option<StrId>>,
+    /// Argument string values (kernel names repeat on every kernel), up to a bound.
+    values: FxHashMap<Box<str>, u64>,
+    /// JSON argument texts already encoded (grid sizes repeat), up to a bound.
+    json: FxHashMap<Box<str>, crate::pb::DebugAnnotation>,
     pending: InternedData,
     pending_any: bool,
 }
 
 impl Interner {
     /// Definitions made since the last call, for the packet about to be queued.
-    pub fn take(&mut self) -> Option<InternedData> {
+    pub fn take(&mut self) -> Option<Box<InternedData>> {
         if !self.pending_any {
             return None;
         }
         self.pending_any = false;
-        Some(std::mem::take(&mut self.pending))
+        Some(Box::new(std::mem::take(&mut self.pending)))
     }
 
     pub fn name(&mut self, defs: &Defs, s: StrId) -> u64 {
@@ -91,17 +102,89 @@ impl Interner {
     }
 
     pub fn key(&mut self, defs: &Defs, s: StrId) -> u64 {
-        let (iid, new) = self.keys.get(s);
-        if new {
-            self.pending_any = true;
-            self.pending
-                .debug_annotation_names
-                .push(DebugAnnotationName {
-                    iid: Some(iid),
-                    name: Some(defs.str(s).to_owned()),
-                });
+        if let Some(&iid) = self.keys.ids.get(&s) {
+            return iid;
         }
+        let iid = self.next_key();
+        self.keys.ids.insert(s, iid);
+        self.pending_any = true;
+        self.pending
+            .debug_annotation_names
+            .push(DebugAnnotationName {
+                iid: Some(iid),
+                name: Some(defs.str(s).to_owned()),
+            });
         iid
+    }
+
+    fn next_key(&self) -> u64 {
+        (self.keys.ids.len() + self.key_texts.len()) as u64 + 1
+    }
+
+    /// A key of a nested JSON object.
+    pub fn key_text(&mut self, k: &str) -> u64 {
+        if let Some(&iid) = self.key_texts.get(k) {
+            return iid;
+        }
+        let iid = self.next_key();
+        self.key_texts.insert(k.into(), iid);
+        self.pending_any = true;
+        self.pending
+            .debug_annotation_names
+            .push(DebugAnnotationName {
+                iid: Some(iid),
+                name: Some(k.to_owned()),
+            });
+        iid
+    }
+
+    /// The iid of an argument's string value, when worth interning: values shorter than an
+    /// iid reference are left inline, and so is every new value once the table holds
+    /// [`MAX_VALUES`] (argument values can be unique: ids, addresses).
+    pub fn value(&mut self, s: &str) -> Option<u64> {
+        if s.len() < 4 {
+            return None;
+        }
+        if let Some(&iid) = self.values.get(s) {
+            return Some(iid);
+        }
+        if self.values.len() >= MAX_VALUES {
+            return None;
+        }
+        let iid = self.values.len() as u64 + 1;
+        self.values.insert(s.into(), iid);
+        self.pending_any = true;
+        self.pending
+            .debug_annotation_string_values
+            .push(InternedString {
+                iid: Some(iid),
+                str: Some(s.as_bytes().to_vec()),
+            });
+        Some(iid)
+    }
+
+    /// The annotation of a JSON argument, `encode`d once per distinct text (up to a bound).
+    pub fn json(
+        &mut self,
+        text: &str,
+        name: Option<crate::pb::debug_annotation::NameField>,
+        encode: fn(
+            &mut Self,
+            Option<crate::pb::debug_annotation::NameField>,
+            &str,
+        ) -> crate::pb::DebugAnnotation,
+    ) -> crate::pb::DebugAnnotation {
+        if let Some(a) = self.json.get(text) {
+            return crate::pb::DebugAnnotation {
+                name_field: name,
+                ..a.clone()
+            };
+        }
+        let a = encode(self, name, text);
+        if self.json.len() < MAX_JSON {
+            self.json.insert(text.into(), a.clone());
+        }
+        a
     }
 
     fn function(&mut self, defs: &Defs, s: StrId) -> u64 {
@@ -224,4 +307,26 @@ impl Interner {
         }
         iid
     }
+}
+
+/// Adds definitions to a queued packet's (it precedes every packet that uses them).
+pub fn merge(into: &mut Option<Box<InternedData>>, new: Box<InternedData>) {
+    let new = *new;
+    let d = into.get_or_insert_with(Default::default);
+    d.event_names.extend(new.event_names);
+    d.event_categories.extend(new.event_categories);
+    d.debug_annotation_names.extend(new.debug_annotation_names);
+    d.debug_annotation_string_values
+        .extend(new.debug_annotation_string_values);
+    d.function_names.extend(new.function_names);
+    d.mapping_paths.extend(new.mapping_paths);
+    d.mappings.extend(new.mappings);
+    d.frames.extend(new.frames);
+    d.callstacks.extend(new.callstacks);
+    d.stack_sample_task_contexts
+        .extend(new.stack_sample_task_contexts);
+    d.stack_sample_execution_contexts
+        .extend(new.stack_sample_execution_contexts);
+    d.stack_sample_counter_descriptors
+        .extend(new.stack_sample_counter_descriptors);
 }

@@ -47,7 +47,7 @@ pub(crate) struct Open {
     begin_packet: u64,
     /// What the END packet carries: flows bound to the slice after its begin was written,
     /// and the thread time at the end.
-    end_event: TrackEvent,
+    end_event: Box<TrackEvent>,
     end_extra: x::Extra,
     end_needs_state: bool,
 }
@@ -58,6 +58,8 @@ pub struct Exporter {
     tracks: Tracks,
     flows: Flows,
     started: bool,
+    /// The sequence's default track (that of the first slice): its events name no track.
+    default_track: Option<u64>,
     /// Perfetto time = IR time − offset; set by the first timed event.
     offset: Option<i64>,
     /// The time of the events being written (Perfetto time).
@@ -79,6 +81,7 @@ impl Exporter {
             tracks: Tracks::default(),
             flows: Flows::default(),
             started: false,
+            default_track: None,
             offset: None,
             now: i64::MIN,
             open: FxHashMap::default(),
@@ -90,21 +93,27 @@ impl Exporter {
     }
 
     /// The first packet: the incremental state starts here, timestamps default to the delta
-    /// clock, stack samples name their source.
-    fn start(&mut self) {
+    /// clock and events to the track of the first slice (saving its uuid on each of them),
+    /// stack samples name their source.
+    fn start(&mut self, default_track: Option<u64>) {
         self.started = true;
+        self.default_track = default_track;
         self.q.push(
             None,
             TracePacket {
                 sequence_flags: Some(STATE_CLEARED),
-                trace_packet_defaults: Some(pb::TracePacketDefaults {
+                trace_packet_defaults: Some(Box::new(pb::TracePacketDefaults {
                     timestamp_clock_id: Some(DELTA_CLOCK),
+                    track_event_defaults: default_track.map(|t| pb::TrackEventDefaults {
+                        track_uuid: Some(t),
+                        ..Default::default()
+                    }),
                     stack_sample_defaults: Some(pb::StackSampleDefaults {
                         source: Some("tracex".into()),
                         primary_descriptor: None,
                     }),
                     ..Default::default()
-                }),
+                })),
                 ..Default::default()
             },
         );
@@ -197,17 +206,22 @@ impl Exporter {
             self.open.remove(&track);
         }
         let _ = defs;
-        let mut ev = o.end_event;
+        let mut ev = *o.end_event;
         ev.r#type = Some(Type::SliceEnd as i32);
         self.q.push(
             Some(end),
             TracePacket {
-                data: Some(Data::TrackEvent(ev)),
+                data: Some(Data::TrackEvent(Box::new(ev))),
                 sequence_flags: o.end_needs_state.then_some(NEEDS_STATE),
-                tracex: (o.end_extra != x::Extra::default()).then_some(o.end_extra),
+                tracex: (o.end_extra != x::Extra::default()).then(|| Box::new(o.end_extra)),
                 ..Default::default()
             },
         );
+    }
+
+    /// The `track_uuid` of an event on track `k`: none for the default track.
+    fn track_field(&self, k: u64) -> Option<u64> {
+        (self.default_track != Some(k)).then_some(k)
     }
 
     /// A TrackEvent's name, category, arguments and callstack.
@@ -221,7 +235,7 @@ impl Exporter {
         stack: Option<tracex_ir::StackId>,
     ) -> TrackEvent {
         TrackEvent {
-            track_uuid: Some(track),
+            track_uuid: self.track_field(track),
             name_field: Some(pb::track_event::NameField::NameIid(
                 self.interner.name(defs, name),
             )),
@@ -252,6 +266,9 @@ impl Exporter {
 
     fn slice(&mut self, defs: &mut Defs, s: Slice) -> Result<()> {
         let k = self.tracks.track(defs, &mut self.q, s.track);
+        if !self.started {
+            self.start(Some(k));
+        }
         let t = self.time(defs, s.ts);
         self.advance(defs, t, true)?;
         let mut ev = self.common(defs, k, s.name, s.cat, &s.args, s.stack);
@@ -261,7 +278,7 @@ impl Exporter {
             ..Default::default()
         };
         let mut end_event = TrackEvent {
-            track_uuid: Some(k),
+            track_uuid: self.track_field(k),
             ..Default::default()
         };
         match (s.thread_ts, self.thread_time_track(defs, s.track)) {
@@ -285,10 +302,10 @@ impl Exporter {
         let n = self.q.push(
             Some(t),
             TracePacket {
-                data: Some(Data::TrackEvent(ev)),
+                data: Some(Data::TrackEvent(Box::new(ev))),
                 interned_data: interned,
                 sequence_flags: Some(NEEDS_STATE),
-                tracex: (extra != x::Extra::default()).then_some(extra),
+                tracex: (extra != x::Extra::default()).then(|| Box::new(extra)),
                 ..Default::default()
             },
         );
@@ -308,7 +325,7 @@ impl Exporter {
         self.open.entry(s.track).or_default().push(Open {
             begin: t,
             begin_packet: n,
-            end_event,
+            end_event: Box::new(end_event),
             end_extra: x::Extra::default(),
             end_needs_state: false,
         });
@@ -329,10 +346,10 @@ impl Exporter {
         self.q.push(
             Some(t),
             TracePacket {
-                data: Some(Data::TrackEvent(ev)),
+                data: Some(Data::TrackEvent(Box::new(ev))),
                 interned_data: interned,
                 sequence_flags: Some(NEEDS_STATE),
-                tracex: (extra != x::Extra::default()).then_some(extra),
+                tracex: (extra != x::Extra::default()).then(|| Box::new(extra)),
                 ..Default::default()
             },
         );
@@ -355,7 +372,7 @@ impl Exporter {
         self.q.push(
             Some(t),
             TracePacket {
-                data: Some(Data::TrackEvent(ev)),
+                data: Some(Data::TrackEvent(Box::new(ev))),
                 ..Default::default()
             },
         );
@@ -403,7 +420,7 @@ impl Exporter {
             }
         }
         let packet = TracePacket {
-            data: Some(Data::StackSample(sample)),
+            data: Some(Data::StackSample(Box::new(sample))),
             interned_data: self.interner.take(),
             sequence_flags: Some(NEEDS_STATE),
             ..Default::default()
@@ -413,7 +430,7 @@ impl Exporter {
                 self.q.push(
                     Some(t),
                     TracePacket {
-                        tracex: (extra != x::Extra::default()).then_some(extra),
+                        tracex: (extra != x::Extra::default()).then(|| Box::new(extra)),
                         ..packet
                     },
                 );
@@ -425,7 +442,7 @@ impl Exporter {
                 self.q.push_absolute(
                     0,
                     TracePacket {
-                        tracex: Some(extra),
+                        tracex: Some(Box::new(extra)),
                         ..packet
                     },
                 );
@@ -450,6 +467,7 @@ impl Exporter {
             origin_unix_ns: defs.clock.origin_unix_ns,
             clock_domain: defs.clock.domain.map(|c| defs.str(c).to_owned()),
             meta: args::typed(defs, &defs.meta),
+            flow_default: self.flows.default_names(defs),
         };
         self.q.push(
             None,
@@ -459,10 +477,10 @@ impl Exporter {
                         attribute: attributes,
                     },
                 )),
-                tracex: Some(x::Extra {
+                tracex: Some(Box::new(x::Extra {
                     trace: Some(info),
                     ..Default::default()
-                }),
+                })),
                 ..Default::default()
             },
         );
@@ -471,8 +489,8 @@ impl Exporter {
 
 impl Sink for Exporter {
     fn event(&mut self, defs: &mut Defs, event: Event) -> Result<()> {
-        if !self.started {
-            self.start();
+        if !self.started && !matches!(event, Event::Slice(_)) {
+            self.start(None);
         }
         self.events += 1;
         match event {
@@ -505,7 +523,7 @@ impl Sink for Exporter {
 
     fn finish(&mut self, defs: &mut Defs) -> Result<()> {
         if !self.started {
-            self.start();
+            self.start(None);
         }
         self.advance(defs, i64::MAX, true)?;
         self.flows.finish(defs, &mut self.q);

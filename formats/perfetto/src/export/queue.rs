@@ -47,7 +47,8 @@ impl Write for Target {
 pub struct Queued {
     pub ts: Option<i64>,
     pub absolute: bool,
-    pub packet: TracePacket,
+    /// Boxed: a packet is a large struct, and the queue moves its entries.
+    pub packet: Box<TracePacket>,
 }
 
 pub struct Queue {
@@ -84,7 +85,7 @@ impl Queue {
         self.items.push_back(Queued {
             ts,
             absolute: false,
-            packet,
+            packet: Box::new(packet),
         });
         self.encoded + self.items.len() as u64 - 1
     }
@@ -94,14 +95,14 @@ impl Queue {
         self.items.push_back(Queued {
             ts: Some(ts),
             absolute: true,
-            packet,
+            packet: Box::new(packet),
         });
     }
 
     /// The packet numbered `n`, if it is still queued.
     pub fn get_mut(&mut self, n: u64) -> Option<&mut TracePacket> {
         let i = n.checked_sub(self.encoded)?;
-        self.items.get_mut(i as usize).map(|q| &mut q.packet)
+        self.items.get_mut(i as usize).map(|q| &mut *q.packet)
     }
 
     pub fn len(&self) -> usize {

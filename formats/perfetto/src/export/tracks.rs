@@ -526,10 +526,12 @@ fn plain(defs: &Defs, t: TrackId) -> bool {
 
 fn packet(desc: &TrackDescriptor, extra: &Option<XTrack>) -> TracePacket {
     TracePacket {
-        data: Some(Data::TrackDescriptor(desc.clone())),
-        tracex: extra.as_ref().map(|x| Extra {
-            track: Some(x.clone()),
-            ..Default::default()
+        data: Some(Data::TrackDescriptor(Box::new(desc.clone()))),
+        tracex: extra.as_ref().map(|x| {
+            Box::new(Extra {
+                track: Some(x.clone()),
+                ..Default::default()
+            })
         }),
         ..Default::default()
     }

@@ -58,6 +58,8 @@ pub struct State {
     typed: Tally,
     events_unmapped: Tally,
     legacy_async: FxHashMap<(Option<ProcessId>, u64, StrId), TrackId>,
+    /// The name and category of flows whose points give none (tracex's trace record).
+    pub flow_default: Option<(Option<StrId>, Option<StrId>)>,
 }
 
 /// Packet kinds about the recording rather than its content.
@@ -120,6 +122,7 @@ impl State {
             typed: Tally::default(),
             events_unmapped: Tally::default(),
             legacy_async: FxHashMap::default(),
+            flow_default: None,
         }
     }
 
@@ -169,7 +172,7 @@ impl State {
                 .record(&d::IMPORT_DATA_LOSS, Location::Byte(at));
         }
         if let Some(defaults) = &p.trace_packet_defaults {
-            seq.defaults = Some(defaults.clone());
+            seq.defaults = Some((**defaults).clone());
         }
         if let Some(i) = &p.interned_data {
             seq.intern(ctx.defs, i);
@@ -197,9 +200,10 @@ impl State {
             Err(_) => None,
         };
         let TracePacket { data, tracex, .. } = p;
+        let tracex = tracex.map(|x| *x);
         match data {
-            Some(Data::TrackEvent(te)) => self.track_event(ctx, seq, at, ts, tracex, te),
-            Some(Data::StackSample(s)) => self.stack_sample(ctx, seq, at, ts, tracex, s),
+            Some(Data::TrackEvent(te)) => self.track_event(ctx, seq, at, ts, tracex, *te),
+            Some(Data::StackSample(s)) => self.stack_sample(ctx, seq, at, ts, tracex, *s),
             Some(Data::PerfSample(s)) => {
                 let stack = s.callstack_iid.and_then(|c| self.stack(ctx.defs, seq, c));
                 self.sample(
@@ -635,40 +639,24 @@ impl State {
                     .collect()
             })
             .unwrap_or_default();
-        let push = |this: &mut Self,
-                    defs: &mut Defs,
-                    key: Key,
-                    id: u64,
-                    how: How,
-                    bind: FlowBind,
-                    name: Option<StrId>,
-                    cat: Option<StrId>| {
-            let mut p = Pt {
-                key,
-                how,
-                track,
-                ts,
-                bind,
-                name,
-                cat,
+        let push =
+            |this: &mut Self, defs: &mut Defs, key: Key, id: u64, how: How, bind: FlowBind| {
+                let mut p = Pt {
+                    key,
+                    how,
+                    track,
+                    ts,
+                    bind,
+                    names: None,
+                };
+                if let Some(r) = recorded.get(&id) {
+                    this.apply(defs, seq, r, &mut p);
+                }
+                this.flows.push(p);
             };
-            if let Some(r) = recorded.get(&id) {
-                this.apply(defs, seq, r, &mut p);
-            }
-            this.flows.push(p);
-        };
         let ids = te.flow_ids.iter().chain(&te.flow_ids_old);
         for &id in ids {
-            push(
-                self,
-                defs,
-                Key::Id(id),
-                id,
-                How::Ids,
-                FlowBind::Enclosing,
-                None,
-                None,
-            );
+            push(self, defs, Key::Id(id), id, How::Ids, FlowBind::Enclosing);
         }
         let terminating = te
             .terminating_flow_ids
@@ -682,8 +670,6 @@ impl State {
                 id,
                 How::Terminating,
                 FlowBind::Enclosing,
-                None,
-                None,
             );
         }
         if let Some(l) = &te.legacy_event {
@@ -702,8 +688,6 @@ impl State {
                         bind,
                         How::Role(r),
                         FlowBind::Enclosing,
-                        None,
-                        None,
                     );
                 }
             }
@@ -721,11 +705,14 @@ impl State {
         if let Some(role) = role(r.role) {
             p.how = How::Role(role);
         }
-        if let Some(n) = r.name_iid {
-            p.name = Some(self.interned(defs, &seq.names, n));
-        }
-        if let Some(c) = r.category_iid {
-            p.cat = Some(self.interned(defs, &seq.cats, c));
+        if r.name_iid.is_some() || r.category_iid.is_some() {
+            let mut lookup = |table: &FxHashMap<u64, StrId>, iid: Option<u64>| match iid {
+                Some(0) | None => None,
+                Some(i) => Some(self.interned(defs, table, i)),
+            };
+            let name = lookup(&seq.names, r.name_iid);
+            let cat = lookup(&seq.cats, r.category_iid);
+            p.names = Some((name, cat));
         }
     }
 
@@ -745,8 +732,7 @@ impl State {
                 track,
                 ts: t,
                 bind: FlowBind::Enclosing,
-                name: None,
-                cat: None,
+                names: None,
             };
             self.apply(ctx.defs, seq, f, &mut p);
             self.flows.push(p);
@@ -805,7 +791,7 @@ impl State {
             }
         };
         let ty = te.r#type.unwrap_or(0);
-        let legacy = te.legacy_event.clone();
+        let legacy = te.legacy_event.clone().map(|l| *l);
         let phase = legacy
             .as_ref()
             .and_then(|l| l.phase)
@@ -993,8 +979,7 @@ impl State {
                     track,
                     ts,
                     bind,
-                    name: (name != StrId::EMPTY).then_some(name),
-                    cat,
+                    names: Some(((name != StrId::EMPTY).then_some(name), cat)),
                 };
                 if let Some(r) = x
                     .as_ref()
@@ -1352,7 +1337,8 @@ impl State {
             ctx.emit(Event::Slice(s))?;
         }
         let flows = std::mem::take(&mut self.flows);
-        let (events, unpaired) = flows.pair(ctx.defs);
+        let default = self.flow_default.take().unwrap_or((None, None));
+        let (events, unpaired) = flows.pair(ctx.defs, default);
         for e in events {
             ctx.emit(e)?;
         }

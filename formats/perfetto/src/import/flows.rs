@@ -30,8 +30,9 @@ pub struct Pt {
     pub track: TrackId,
     pub ts: i64,
     pub bind: FlowBind,
-    pub name: Option<StrId>,
-    pub cat: Option<StrId>,
+    /// The flow's (name, category) as this point gives them; `None`: the start's (for a start:
+    /// the trace's default).
+    pub names: Option<(Option<StrId>, Option<StrId>)>,
 }
 
 /// Points that could not be paired, by reason.
@@ -55,7 +56,11 @@ impl FlowPoints {
 
     /// Pairs every point into complete chains (a chain left without an end ends at its last
     /// step), each with a new flow id.
-    pub fn pair(self, defs: &mut Defs) -> (Vec<Event>, Unpaired) {
+    pub fn pair(
+        self,
+        defs: &mut Defs,
+        default: (Option<StrId>, Option<StrId>),
+    ) -> (Vec<Event>, Unpaired) {
         let mut points = self.points;
         points.sort_by_key(|(order, p)| (p.ts, *order));
         let mut active: FxHashMap<Key, Vec<Pt>> = FxHashMap::default();
@@ -63,10 +68,10 @@ impl FlowPoints {
         let mut lost = Unpaired::default();
         let mut emit = |chain: Vec<Pt>, out: &mut Vec<Event>, defs: &mut Defs| {
             let id = defs.new_flow_id();
-            let (name, cat) = (chain[0].name, chain[0].cat);
+            let start = chain[0].names.unwrap_or(default);
             let last = chain.len() - 1;
             for (i, p) in chain.into_iter().enumerate() {
-                let unnamed = p.name.is_none() && p.cat.is_none();
+                let (name, cat) = p.names.unwrap_or(start);
                 out.push(Event::Flow(FlowPoint {
                     id,
                     role: match i {
@@ -77,8 +82,8 @@ impl FlowPoints {
                     track: p.track,
                     ts: p.ts,
                     bind: p.bind,
-                    name: if unnamed { name } else { p.name },
-                    cat: if unnamed { cat } else { p.cat },
+                    name,
+                    cat,
                 }));
             }
         };
@@ -144,8 +149,7 @@ mod tests {
             track: TrackId(0),
             ts,
             bind: FlowBind::Enclosing,
-            name: None,
-            cat: None,
+            names: None,
         }
     }
 
@@ -160,7 +164,7 @@ mod tests {
         f.push(pt(4, How::Ids, 1));
         f.push(pt(4, How::Ids, 2));
         let mut defs = Defs::new();
-        let (events, lost) = f.pair(&mut defs);
+        let (events, lost) = f.pair(&mut defs, (None, None));
         let roles: Vec<(FlowRole, i64)> = events
             .iter()
             .map(|e| match e {

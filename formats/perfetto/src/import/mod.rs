@@ -260,6 +260,11 @@ pub fn import(path: &Path, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result
         Some(info) => {
             st.tracex = true;
             st.offset = info.offset_ns.unwrap_or(0);
+            st.flow_default = info.flow_default.as_ref().map(|f| {
+                let name = f.name.as_deref().map(|n| ctx.defs.intern(n));
+                let cat = f.category.as_deref().map(|c| ctx.defs.intern(c));
+                (name, cat)
+            });
             ctx.defs.clock.origin_unix_ns = info.origin_unix_ns;
             ctx.defs.clock.domain = info.clock_domain.as_deref().map(|c| ctx.defs.intern(c));
             let meta = args::typed_args(ctx.defs, &info.meta);
