@@ -110,13 +110,13 @@ mod tests {
             optional_trusted_packet_sequence_id: Some(
                 OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(1),
             ),
-            data: Some(Data::TrackDescriptor(TrackDescriptor {
+            data: Some(Data::TrackDescriptor(Box::new(TrackDescriptor {
                 uuid: Some(1),
                 static_or_dynamic_name: Some(
                     crate::pb::track_descriptor::StaticOrDynamicName::Name(name.into()),
                 ),
                 ..Default::default()
-            })),
+            }))),
             ..Default::default()
         }
     }

@@ -143,7 +143,7 @@ impl SequenceClocks {
 
     /// A packet timestamp on `clock` in trace time; `None` for a clock no snapshot defined.
     /// Incremental clocks advance by the timestamp.
-    pub fn to_trace(&mut self, trace: &Clocks, clock: u32, ts: u64) -> Option<i128> {
+    pub fn convert(&mut self, trace: &Clocks, clock: u32, ts: u64) -> Option<i128> {
         if !is_sequence_clock(clock) {
             return trace.to_trace(clock, ts as i128);
         }
@@ -194,8 +194,8 @@ mod tests {
         let mut s = SequenceClocks::default();
         s.learn(&snap, &c);
         // deltas of 2 µs and 3 µs from the snapshot's reading
-        assert_eq!(s.to_trace(&c, 64, 2), Some(3_000));
-        assert_eq!(s.to_trace(&c, 64, 3), Some(6_000));
-        assert_eq!(s.to_trace(&c, 65, 3), None);
+        assert_eq!(s.convert(&c, 64, 2), Some(3_000));
+        assert_eq!(s.convert(&c, 64, 3), Some(6_000));
+        assert_eq!(s.convert(&c, 65, 3), None);
     }
 }

@@ -37,13 +37,16 @@ enum Rec {
     End(End),
 }
 
+/// Begins and ends of one track kept for matching in time order: (time, file order, what).
+type Kept = Vec<(i64, u64, Rec)>;
+
 pub struct State {
     pub tracks: TrackMap,
     /// Track uuids written by several sequences, and the IR tracks whose begins and ends are
     /// matched in time order at the end (those, and legacy async tracks): file order is not
     /// time order across writers.
     shared: FxHashSet<u64>,
-    sorted: FxHashMap<TrackId, Vec<(i64, u64, Rec)>>,
+    sorted: FxHashMap<TrackId, Kept>,
     order: u64,
     pub clocks: Clocks,
     /// The trace was written by tracex: its extension is present.
@@ -147,7 +150,7 @@ impl State {
             .unwrap_or(BOOTTIME);
         let trace = seq
             .clocks
-            .to_trace(&self.clocks, clock, ts)
+            .convert(&self.clocks, clock, ts)
             .ok_or(&d::IMPORT_UNKNOWN_CLOCK)?;
         self.ir_time(trace)
             .map(Some)
@@ -1192,7 +1195,7 @@ impl State {
             CallstackField, ExecutionContextField, PrimaryDescriptorField, TaskContextField,
         };
         let task = match &s.task_context_field {
-            Some(TaskContextField::TaskContext(t)) => Some(t.clone()),
+            Some(TaskContextField::TaskContext(t)) => Some(*t),
             Some(TaskContextField::TaskContextIid(i)) => seq.tasks.get(i).cloned(),
             None => None,
         };
@@ -1304,7 +1307,7 @@ impl State {
 
     pub fn finish(mut self, ctx: &mut ImportCtx) -> Result<()> {
         self.tracks.define_rest(ctx.defs);
-        let mut sorted: Vec<(TrackId, Vec<(i64, u64, Rec)>)> = self.sorted.drain().collect();
+        let mut sorted: Vec<(TrackId, Kept)> = self.sorted.drain().collect();
         sorted.sort_by_key(|(t, _)| *t);
         for (track, mut recs) in sorted {
             recs.sort_by_key(|(ts, order, _)| (*ts, *order));

@@ -101,7 +101,7 @@ impl Sequence {
             self.mappings.insert(m.iid.unwrap_or(0), module);
         }
         for f in &d.frames {
-            self.frames.insert(f.iid.unwrap_or(0), f.clone());
+            self.frames.insert(f.iid.unwrap_or(0), *f);
         }
         for c in &d.callstacks {
             self.callstacks
@@ -109,7 +109,7 @@ impl Sequence {
             self.stacks.remove(&c.iid.unwrap_or(0));
         }
         for t in &d.stack_sample_task_contexts {
-            self.tasks.insert(t.iid.unwrap_or(0), t.clone());
+            self.tasks.insert(t.iid.unwrap_or(0), *t);
         }
         for c in &d.stack_sample_execution_contexts {
             self.cpus.insert(c.iid.unwrap_or(0), c.cpu);

@@ -146,8 +146,8 @@ impl TrackMap {
         }
         self.resolving.insert(uuid);
         let t = match self.descs.get(&uuid).cloned() {
-            Some((d, Some(x))) => self.from_tracex(defs, uuid, &d, &x),
-            Some((d, None)) => self.from_descriptor(defs, uuid, &d),
+            Some((d, Some(x))) => self.resolve_tracex(defs, uuid, &d, &x),
+            Some((d, None)) => self.resolve_native(defs, uuid, &d),
             None => {
                 self.unknown += 1;
                 let name = defs.intern(&format!("track {uuid}"));
@@ -302,7 +302,7 @@ impl TrackMap {
         (!parts.is_empty() && desc_name(&self.descs[&uuid].0).is_some()).then(|| parts.join(" / "))
     }
 
-    fn from_descriptor(&mut self, defs: &mut Defs, uuid: u64, d: &TrackDescriptor) -> Target {
+    fn resolve_native(&mut self, defs: &mut Defs, uuid: u64, d: &TrackDescriptor) -> Target {
         if let Some(th) = &d.thread {
             let pid = th.pid.unwrap_or(0) as i64;
             let t = self.thread_by_tid(defs, pid, th.tid.unwrap_or(0));
@@ -392,7 +392,7 @@ impl TrackMap {
     }
 
     /// A track tracex wrote: its extension says what it was.
-    fn from_tracex(
+    fn resolve_tracex(
         &mut self,
         defs: &mut Defs,
         uuid: u64,
@@ -537,7 +537,7 @@ impl TrackMap {
             Kind::Overflow => {
                 let of = match x.overflow_of.map(|o| self.resolve(defs, o)) {
                     Some(Target::Track(t)) => t,
-                    _ => return self.from_descriptor(defs, uuid, d),
+                    _ => return self.resolve_native(defs, uuid, d),
                 };
                 Target::Track(defs.overflow_track(of, x.overflow_level.unwrap_or(1)))
             }
@@ -565,9 +565,9 @@ impl TrackMap {
                     self.readings.insert(uuid, reading(&c));
                     Target::ThreadTime(defs.track_thread(t).expect("checked"))
                 }
-                _ => self.from_descriptor(defs, uuid, d),
+                _ => self.resolve_native(defs, uuid, d),
             },
-            _ => self.from_descriptor(defs, uuid, d),
+            _ => self.resolve_native(defs, uuid, d),
         }
     }
 }
