@@ -7,7 +7,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tracex_ir::mem::MemSink;
 use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
-use tracex_ir::{Defs, ImportCtx, NullSink, Progress, Sink};
+use tracex_ir::{Defs, Diagnostics, ImportCtx, NullSink, Progress, Sink, Stage};
 
 fn chrome_bytes(events: u64) -> Vec<u8> {
     let mut v = Vec::new();
@@ -15,12 +15,13 @@ fn chrome_bytes(events: u64) -> Vec<u8> {
     v
 }
 
-fn import_into(bytes: &[u8], sink: &mut dyn Sink) -> Defs {
+fn import_into(bytes: &[u8], sink: &mut dyn Stage) -> Defs {
     let mut defs = Defs::new();
+    let mut diag = Diagnostics::default();
     let progress = Progress::new();
-    let mut ctx = ImportCtx::new(&mut defs, sink, &progress);
+    let mut ctx = ImportCtx::new(&mut defs, &mut diag, sink, &progress);
     tracex_chrome::import(bytes, &Default::default(), &mut ctx).expect("import");
-    sink.finish(&mut defs).expect("finish");
+    sink.end(&mut defs, &mut diag).expect("finish");
     defs
 }
 
@@ -52,13 +53,14 @@ fn chrome(c: &mut Criterion) {
     g.bench_function("tracex_export", |b| {
         b.iter_batched(
             || (defs.clone(), events.clone()),
-            |(mut defs, events)| {
+            |(defs, events)| {
+                let mut diag = Diagnostics::default();
                 let mut e =
                     tracex_chrome::Exporter::create(&out, &Default::default()).expect("create");
                 for ev in events {
-                    e.event(&mut defs, ev).expect("event");
+                    e.event(&defs, &mut diag, ev).expect("event");
                 }
-                e.finish(&mut defs).expect("finish");
+                e.finish(&defs, &mut diag).expect("finish");
             },
             criterion::BatchSize::LargeInput,
         )
@@ -78,11 +80,12 @@ fn chrome(c: &mut Criterion) {
                     )
                 },
                 |(mut defs, events)| {
+                    let mut diag = Diagnostics::default();
                     let mut s = Sorter::with_budget(NullSink, budget);
                     for ev in events {
-                        s.event(&mut defs, ev).expect("event");
+                        s.push(&mut defs, &mut diag, ev).expect("event");
                     }
-                    s.finish(&mut defs).expect("finish");
+                    s.end(&mut defs, &mut diag).expect("finish");
                 },
                 criterion::BatchSize::LargeInput,
             )

@@ -1,7 +1,8 @@
 //! Filters for every conversion and for stats: a time window, processes, event names, kinds of
-//! activity. A sink adapter placed after the overlap router, so it sees events in time order with
-//! every track nested. Slices cut by the window are clipped and marked in args; a flow whose
-//! slice is filtered out is dropped with it.
+//! activity. A pipeline stage placed after the overlap router, so it sees events in time order
+//! with every track nested. Slices cut by the window are clipped and marked in args (whose keys
+//! it interns: the one definition it adds); a flow whose slice is filtered out is dropped with
+//! it.
 
 use anyhow::{bail, Context};
 use regex::Regex;
@@ -9,27 +10,18 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use tracex_ir::defs::set_arg;
 use tracex_ir::kind::{classify, SliceKind};
 use tracex_ir::{
-    CounterValue, Defs, DiagKind, Event, FlowBind, FlowId, FlowRole, Location, ProcessId,
-    ProcessKind, Result, Severity, Sink, TrackId, Value,
+    CounterValue, Defs, Diagnostics, Event, FlowBind, FlowId, FlowRole, Location, ProcessId,
+    ProcessKind, Result, Stage, TrackId, Value,
 };
 
-pub static CLIPPED: DiagKind = DiagKind {
-    name: "filter_clipped",
-    severity: Severity::Info,
-    help: "a slice crossed the edge of --time-range; it was clipped to the window and marked with tracex_clipped, tracex_original_ts and tracex_original_dur args",
-};
-pub static FLOW_CUT: DiagKind = DiagKind {
-    name: "filter_flow_cut",
-    severity: Severity::Info,
-    help: "a flow started inside the filtered trace but its end was filtered out; the start is kept without an end",
-};
-pub static COUNTER_CARRIED: DiagKind = DiagKind {
-    name: "filter_counter_carried",
-    severity: Severity::Info,
-    help: "a counter's last value before --time-range was repeated at the window start, so its level there is known",
-};
-
-pub static DIAGNOSTICS: &[&DiagKind] = &[&CLIPPED, &FLOW_CUT, &COUNTER_CARRIED];
+tracex_ir::kinds! {
+    CLIPPED = "filter_clipped", Info,
+        "a slice crossed the edge of --time-range; it was clipped to the window and marked with tracex_clipped, tracex_original_ts and tracex_original_dur args";
+    FLOW_CUT = "filter_flow_cut", Info,
+        "a flow started inside the filtered trace but its end was filtered out; the start is kept without an end";
+    COUNTER_CARRIED = "filter_counter_carried", Info,
+        "a counter's last value before --time-range was repeated at the window start, so its level there is known";
+}
 
 /// What passes.
 #[derive(Clone, Debug, Default)]
@@ -177,7 +169,7 @@ pub struct Filter<S> {
     carried_done: bool,
 }
 
-impl<S: Sink> Filter<S> {
+impl<S: Stage> Filter<S> {
     pub fn new(inner: S, spec: FilterSpec) -> Self {
         let window = (!spec.relative)
             .then(|| (spec.start.unwrap_or(i64::MIN), spec.end.unwrap_or(i64::MAX)));
@@ -234,7 +226,7 @@ impl<S: Sink> Filter<S> {
     }
 
     /// Emits counters carried to the window start, once.
-    fn flush_carried(&mut self, defs: &mut Defs, start: i64) -> Result<()> {
+    fn flush_carried(&mut self, defs: &mut Defs, diag: &mut Diagnostics, start: i64) -> Result<()> {
         if self.carried_done {
             return Ok(());
         }
@@ -243,8 +235,8 @@ impl<S: Sink> Filter<S> {
         v.sort_by_key(|c| c.counter);
         for mut c in v {
             c.ts = start;
-            defs.diag.record(&COUNTER_CARRIED, Location::Nowhere);
-            self.inner.event(defs, Event::Counter(c))?;
+            diag.record(&COUNTER_CARRIED, Location::Nowhere);
+            self.inner.push(defs, diag, Event::Counter(c))?;
         }
         Ok(())
     }
@@ -265,6 +257,7 @@ impl<S: Sink> Filter<S> {
     fn keep_slice(
         &mut self,
         defs: &mut Defs,
+        diag: &mut Diagnostics,
         s: &mut tracex_ir::Slice,
         (ws, we): (i64, i64),
     ) -> bool {
@@ -306,7 +299,7 @@ impl<S: Sink> Filter<S> {
                 s.dur = Some(end.min(we) - new_start);
             }
             s.ts = new_start;
-            defs.diag.record(&CLIPPED, Location::Nowhere);
+            diag.record(&CLIPPED, Location::Nowhere);
         }
         true
     }
@@ -346,8 +339,8 @@ impl<S: Sink> Filter<S> {
     }
 }
 
-impl<S: Sink> Sink for Filter<S> {
-    fn event(&mut self, defs: &mut Defs, mut ev: Event) -> Result<()> {
+impl<S: Stage> Stage for Filter<S> {
+    fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, mut ev: Event) -> Result<()> {
         let ts = ev.ts();
         let timed = !matches!(&ev, Event::Sample(s) if s.ts.is_none());
         let w = if timed {
@@ -360,10 +353,10 @@ impl<S: Sink> Sink for Filter<S> {
         let after_start =
             ts > w.0 || (ts == w.0 && matches!(ev, Event::Counter(_) | Event::Sample(_)));
         if timed && after_start && !self.carried_done {
-            self.flush_carried(defs, w.0)?;
+            self.flush_carried(defs, diag, w.0)?;
         }
         let keep = match &mut ev {
-            Event::Slice(s) => self.keep_slice(defs, s, w),
+            Event::Slice(s) => self.keep_slice(defs, diag, s, w),
             Event::Instant(i) => {
                 let mut names = activity_names(classify(defs.opt_str(i.cat)), defs.opt_str(i.cat));
                 names.push("instants".into());
@@ -397,21 +390,21 @@ impl<S: Sink> Sink for Filter<S> {
                 let kept = self.flows_kept.contains(&f.id);
                 let keep = self.keep_flow(defs, f, w);
                 if kept && !keep {
-                    defs.diag.record(&FLOW_CUT, Location::Nowhere);
+                    diag.record(&FLOW_CUT, Location::Nowhere);
                 }
                 keep
             }
         };
         if keep {
-            self.inner.event(defs, ev)?;
+            self.inner.push(defs, diag, ev)?;
         }
         Ok(())
     }
 
-    fn finish(&mut self, defs: &mut Defs) -> Result<()> {
+    fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> Result<()> {
         if let Some((ws, _)) = self.window {
-            self.flush_carried(defs, ws)?;
+            self.flush_carried(defs, diag, ws)?;
         }
-        self.inner.finish(defs)
+        self.inner.end(defs, diag)
     }
 }

@@ -5,7 +5,6 @@ mod cmd;
 mod filter;
 mod formats;
 mod input;
-mod options;
 mod pipeline;
 mod progress;
 
@@ -23,7 +22,12 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let quiet = cli.quiet;
     let result = match &cli.command {
-        cli::Command::Convert(a) => cmd::convert::run(a, quiet),
+        // folders (or an output folder) make a batch, else one conversion
+        cli::Command::Convert(a) => match cmd::batch::plan(a) {
+            Ok(Some(plan)) => cmd::batch::run(a, &plan, quiet),
+            Ok(None) => cmd::convert::run(a, quiet),
+            Err(e) => Err(e),
+        },
         cli::Command::Info(a) => cmd::info::run(a, quiet),
         cli::Command::Dump(a) => cmd::dump::run(a, quiet),
         cli::Command::Stats(a) => cmd::stats::run(a, quiet),

@@ -4,31 +4,27 @@
 //! that the inputs line up on their clocks (or on their first events).
 
 use anyhow::Context;
+use tracex_ir::format::{Format, InputKind, Options};
 use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
 use tracex_ir::{
-    Defs, DiagKind, Event, EventOrder, ImportCtx, Location, NamePriority, Severity, Sink,
+    Defs, Diagnostics, Event, EventOrder, ImportCtx, Location, NamePriority, Sink, Stage,
 };
 
 use crate::filter::{Filter, FilterSpec};
-use crate::formats::{Format, InputKind};
 use crate::input::Input;
-use crate::options::Options;
 
-pub static MERGE_UNALIGNED: DiagKind = DiagKind {
-    name: "merge_unaligned",
-    severity: Severity::Warning,
-    help: "merging inputs on their clocks, some input has no absolute clock origin (and its timestamps do not look like Unix time): it was lined up on its first event with the earliest input instead",
-};
-
-pub static DIAGNOSTICS: &[&DiagKind] = &[&MERGE_UNALIGNED];
+tracex_ir::kinds! {
+    MERGE_UNALIGNED = "merge_unaligned", Warning,
+        "merging inputs on their clocks, some input has no absolute clock origin (and its timestamps do not look like Unix time): it was lined up on its first event with the earliest input instead";
+}
 
 /// Timestamps above this (ns, about 1973) in an input without a clock origin are taken as Unix
 /// time: Kineto and CUPTI write epoch times without saying so.
 const LOOKS_LIKE_UNIX_NS: i64 = 100_000_000_000_000_000;
 
 /// An input with the format chosen for it.
-pub struct Source {
+pub struct Opened {
     pub input: Input,
     pub format: &'static Format,
 }
@@ -45,27 +41,48 @@ pub enum Align {
 }
 
 /// Whether the events must be reordered: any unsorted importer, or several inputs.
-pub fn needs_sort(sources: &[Source]) -> bool {
-    sources.len() > 1 || sources.iter().any(|s| s.format.order != EventOrder::Sorted)
+pub fn needs_sort(sources: &[Opened]) -> bool {
+    sources.len() > 1
+        || sources
+            .iter()
+            .any(|s| s.format.import.as_ref().map(|i| i.order) != Some(EventOrder::Sorted))
 }
 
-type Tail<'a> = OverlapRouter<Box<dyn Sink + 'a>>;
+/// The sink, behind the filters when there are any.
+pub enum Tail<'a> {
+    Sink(&'a mut dyn Sink),
+    Filtered(Box<Filter<&'a mut dyn Sink>>),
+}
+
+impl Stage for Tail<'_> {
+    fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, e: Event) -> tracex_ir::Result<()> {
+        match self {
+            Tail::Sink(s) => s.push(defs, diag, e),
+            Tail::Filtered(f) => f.push(defs, diag, e),
+        }
+    }
+    fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> tracex_ir::Result<()> {
+        match self {
+            Tail::Sink(s) => s.end(defs, diag),
+            Tail::Filtered(f) => f.end(defs, diag),
+        }
+    }
+}
 
 /// The stages in front of a sink, which they borrow: the caller reads its sink afterwards.
 pub enum Chain<'a> {
-    Direct(Tail<'a>),
-    Sorted(Sorter<Tail<'a>>),
+    Direct(OverlapRouter<Tail<'a>>),
+    Sorted(Sorter<OverlapRouter<Tail<'a>>>),
 }
 
 impl<'a> Chain<'a> {
     pub fn new(sink: &'a mut dyn Sink, sort: bool, mem_budget: usize, filter: FilterSpec) -> Self {
-        let sink: Box<dyn Sink + 'a> = Box::new(sink);
-        let filtered: Box<dyn Sink + 'a> = if filter.is_empty() {
-            sink
+        let tail = if filter.is_empty() {
+            Tail::Sink(sink)
         } else {
-            Box::new(Filter::new(sink, filter))
+            Tail::Filtered(Box::new(Filter::new(sink, filter)))
         };
-        let routed = OverlapRouter::new(filtered);
+        let routed = OverlapRouter::new(tail);
         if sort {
             Chain::Sorted(Sorter::with_budget(routed, mem_budget))
         } else {
@@ -74,17 +91,17 @@ impl<'a> Chain<'a> {
     }
 }
 
-impl Sink for Chain<'_> {
-    fn event(&mut self, defs: &mut Defs, e: Event) -> tracex_ir::Result<()> {
+impl Stage for Chain<'_> {
+    fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, e: Event) -> tracex_ir::Result<()> {
         match self {
-            Chain::Direct(s) => s.event(defs, e),
-            Chain::Sorted(s) => s.event(defs, e),
+            Chain::Direct(s) => s.push(defs, diag, e),
+            Chain::Sorted(s) => s.push(defs, diag, e),
         }
     }
-    fn finish(&mut self, defs: &mut Defs) -> tracex_ir::Result<()> {
+    fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> tracex_ir::Result<()> {
         match self {
-            Chain::Direct(s) => s.finish(defs),
-            Chain::Sorted(s) => s.finish(defs),
+            Chain::Direct(s) => s.end(defs, diag),
+            Chain::Sorted(s) => s.end(defs, diag),
         }
     }
 }
@@ -93,9 +110,10 @@ impl Sink for Chain<'_> {
 /// processes are tagged with the input's name as their host (when the input names none), and
 /// the inputs are aligned in time as `align` says.
 pub fn import_all(
-    sources: &mut [Source],
+    sources: &mut [Opened],
     opts: &Options,
     defs: &mut Defs,
+    diag: &mut Diagnostics,
     chain: &mut Chain<'_>,
     align: Align,
 ) -> anyhow::Result<()> {
@@ -105,8 +123,8 @@ pub fn import_all(
         if let Chain::Sorted(sorter) = chain {
             sorter.begin_input();
         }
-        let import = s.format.import.expect("importable format");
-        if s.format.input == InputKind::File {
+        let import = s.format.import.as_ref().expect("importable format");
+        if import.input == InputKind::File {
             // stdin and gzip input become a temporary file before the importer opens it
             s.input.file_path().with_context(|| {
                 format!(
@@ -119,8 +137,8 @@ pub fn import_all(
         let first_process = defs.processes.len();
         defs.clock.origin_unix_ns = None;
         {
-            let mut ctx = ImportCtx::new(defs, chain, &progress);
-            import(&mut s.input, opts, &mut ctx)
+            let mut ctx = ImportCtx::new(defs, diag, chain, &progress);
+            (import.run)(&mut s.input, opts, &mut ctx)
                 .with_context(|| format!("{} ({})", s.input.display, s.format.name))?;
         }
         origins.push(defs.clock.origin_unix_ns);
@@ -130,7 +148,7 @@ pub fn import_all(
     }
     if several {
         if let Chain::Sorted(sorter) = chain {
-            let (offsets, origin) = offsets(&origins, sorter.first_ts(), align, defs);
+            let (offsets, origin) = offsets(&origins, sorter.first_ts(), align, diag);
             sorter.set_offsets(offsets);
             defs.clock.origin_unix_ns = origin;
         }
@@ -165,7 +183,7 @@ fn offsets(
     origins: &[Option<i64>],
     first: &[Option<i64>],
     align: Align,
-    defs: &mut Defs,
+    diag: &mut Diagnostics,
 ) -> (Vec<i64>, Option<i64>) {
     let first_of = |i: usize| first.get(i).copied().flatten();
     match align {
@@ -201,7 +219,7 @@ fn offsets(
                 .map(|(i, o)| match o {
                     Some(o) => o - common,
                     None => {
-                        defs.diag.record(&MERGE_UNALIGNED, Location::Nowhere);
+                        diag.record(&MERGE_UNALIGNED, Location::Nowhere);
                         match (earliest, first_of(i)) {
                             (Some(e), Some(f)) => e - f,
                             _ => 0,

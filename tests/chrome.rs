@@ -14,7 +14,7 @@ use tracex_ir::io::OutputTarget;
 use tracex_ir::mem::MemSink;
 use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
-use tracex_ir::{Defs, ImportCtx, Progress, Sink};
+use tracex_ir::{Defs, Diagnostics, ImportCtx, Progress, Sink, Stage};
 
 use crate::common::*;
 
@@ -385,11 +385,12 @@ fn stdin_to_stdout() {
 /// Imports Chrome JSON bytes through the standard chain (sorter, router) into memory.
 fn import_bytes(bytes: &[u8]) -> (Defs, Vec<tracex_ir::Event>) {
     let mut defs = Defs::new();
+    let mut diag = Diagnostics::default();
     let mut chain = Sorter::new(OverlapRouter::new(MemSink::default()));
     let progress = Progress::new();
-    let mut ctx = ImportCtx::new(&mut defs, &mut chain, &progress);
+    let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut chain, &progress);
     tracex_chrome::import(bytes, &Default::default(), &mut ctx).unwrap();
-    chain.finish(&mut defs).unwrap();
+    chain.end(&mut defs, &mut diag).unwrap();
     let events = chain.into_inner().into_inner().events;
     (defs, events)
 }
@@ -399,7 +400,7 @@ fn export_trace(mut t: tracex_ir::mem::Trace, path: &Path) -> String {
     let mut routed = Sorter::new(OverlapRouter::new(MemSink::default()));
     t.replay(&mut routed).unwrap();
     let events = routed.into_inner().into_inner().events;
-    let opts = DumpOptions { diagnostics: false };
+    let opts = DumpOptions { diagnostics: None };
     let expected = dump_with(&t.defs, &events, &opts);
     let mut exp = tracex_chrome::Exporter::create(
         &OutputTarget::Path(path.to_path_buf()),
@@ -407,9 +408,9 @@ fn export_trace(mut t: tracex_ir::mem::Trace, path: &Path) -> String {
     )
     .unwrap();
     for e in events {
-        exp.event(&mut t.defs, e).unwrap();
+        exp.event(&t.defs, &mut t.diag, e).unwrap();
     }
-    exp.finish(&mut t.defs).unwrap();
+    exp.finish(&t.defs, &mut t.diag).unwrap();
     expected
 }
 
@@ -443,7 +444,7 @@ proptest! {
         let path = dir.path().join("p.json");
         let expected = export_trace(b.finish(), &path);
         let (defs, events) = import_bytes(&std::fs::read(&path).unwrap());
-        let actual = dump_with(&defs, &events, &DumpOptions { diagnostics: false });
+        let actual = dump_with(&defs, &events, &DumpOptions { diagnostics: None });
         prop_assert_eq!(expected, actual);
     }
 }

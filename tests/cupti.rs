@@ -16,7 +16,7 @@ use serde_json::Value;
 use tracex_ir::mem::MemSink;
 use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
-use tracex_ir::{Defs, Event, FlowRole, ImportCtx, Progress, Sink};
+use tracex_ir::{Defs, Diagnostics, Event, FlowRole, ImportCtx, Progress, Stage};
 
 use crate::common::*;
 use crate::folded::{check_flamegraph, parse_folded};
@@ -281,12 +281,13 @@ fn goldens_of_own_fixtures() {
 /// A CUPTI input imported through the CLI's chain into memory.
 fn import(path: &Path) -> (Defs, Vec<Event>) {
     let mut defs = Defs::new();
+    let mut diag = Diagnostics::default();
     let mut chain = Sorter::new(OverlapRouter::new(MemSink::default()));
     let progress = Progress::new();
     let file = std::fs::File::open(path).unwrap();
-    let mut ctx = ImportCtx::new(&mut defs, &mut chain, &progress);
-    tracex_cupti::import(file, &mut ctx).unwrap();
-    chain.finish(&mut defs).unwrap();
+    let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut chain, &progress);
+    tracex_cupti::import(file, &Default::default(), &mut ctx).unwrap();
+    chain.end(&mut defs, &mut diag).unwrap();
     (defs, chain.into_inner().into_inner().events)
 }
 

@@ -351,8 +351,9 @@ fn bad_input_is_counted_or_fails_under_strict() {
     assert!(!out.exists());
 }
 
-/// Runs `trace` through the CLI's chain (sorter, overlap router) into the folded exporter.
-fn export(mut trace: Trace, opts: &ExportOptions, dir: &Path) -> (String, tracex_ir::Defs) {
+/// Runs `trace` through the CLI's chain (sorter, overlap router) into the folded exporter;
+/// returns the output and the trace (with the diagnostics counted on the way).
+fn export(mut trace: Trace, opts: &ExportOptions, dir: &Path) -> (String, Trace) {
     let path = dir.join("out.folded");
     let _ = std::fs::remove_file(&path);
     let exporter =
@@ -361,7 +362,7 @@ fn export(mut trace: Trace, opts: &ExportOptions, dir: &Path) -> (String, tracex
     trace.replay(&mut chain).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     check_flamegraph(&path);
-    (text, trace.defs)
+    (text, trace)
 }
 
 fn opts(fold: Fold, weight: Option<Weight>, prefix: Prefix) -> ExportOptions {
@@ -943,7 +944,7 @@ fn no_output_without_finish() {
         .unwrap();
         let mut t = nsys_like();
         for ev in t.events.clone() {
-            e.event(&mut t.defs, ev).unwrap();
+            e.event(&t.defs, &mut t.diag, ev).unwrap();
         }
     }
     assert!(!path.exists());

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use serde_json::Value;
 use tracex_ir::mem::MemSink;
 use tracex_ir::order::OrderKey;
-use tracex_ir::{Defs, Event, ImportCtx, Progress};
+use tracex_ir::{Defs, Diagnostics, Event, ImportCtx, Progress};
 
 use crate::common::*;
 
@@ -219,9 +219,10 @@ fn count(v: &Value) -> u64 {
 /// Imports through the library alone: events exactly as the importer pushes them.
 fn import(path: &Path, opts: &tracex_nsys::ImportOptions) -> (Defs, Vec<Event>) {
     let mut defs = Defs::new();
+    let mut diag = Diagnostics::default();
     let mut sink = MemSink::default();
     let progress = Progress::new();
-    let mut ctx = ImportCtx::new(&mut defs, &mut sink, &progress);
+    let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
     tracex_nsys::import(path, opts, &mut ctx).unwrap();
     (defs, sink.events)
 }

@@ -10,10 +10,11 @@ use std::process::Command;
 use proptest::prelude::*;
 use tracex_ir::builder::TraceBuilder;
 use tracex_ir::dump::{dump_with, DumpOptions};
+use tracex_ir::io::OutputTarget;
 use tracex_ir::mem::{MemSink, Trace};
 use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
-use tracex_ir::{Defs, ImportCtx, Num, Progress, Sink, Value};
+use tracex_ir::{Defs, Diagnostics, ImportCtx, Num, Progress, Sink, Stage, Value};
 
 use crate::common::*;
 
@@ -508,11 +509,13 @@ fn export(mut t: Trace, out: &Path) {
     let mut routed = Sorter::new(OverlapRouter::new(MemSink::default()));
     t.replay(&mut routed).unwrap();
     let events = routed.into_inner().into_inner().events;
-    let mut exp = tracex_otf2::Exporter::create(out, &Default::default()).unwrap();
+    let mut exp =
+        tracex_otf2::Exporter::create(&OutputTarget::Path(out.to_path_buf()), &Default::default())
+            .unwrap();
     for e in events {
-        exp.event(&mut t.defs, e).unwrap();
+        exp.event(&t.defs, &mut t.diag, e).unwrap();
     }
-    exp.finish(&mut t.defs).unwrap();
+    exp.finish(&t.defs, &mut t.diag).unwrap();
 }
 
 /// The dump of `t` as the exporter sees it (sorted and routed).
@@ -520,22 +523,23 @@ fn expected_dump(t: &mut Trace) -> String {
     let mut routed = Sorter::new(OverlapRouter::new(MemSink::default()));
     let events = t.events.clone();
     for e in events {
-        routed.event(&mut t.defs, e).unwrap();
+        routed.push(&mut t.defs, &mut t.diag, e).unwrap();
     }
-    routed.finish(&mut t.defs).unwrap();
+    routed.end(&mut t.defs, &mut t.diag).unwrap();
     let events = routed.into_inner().into_inner().events;
-    dump_with(&t.defs, &events, &DumpOptions { diagnostics: false })
+    dump_with(&t.defs, &events, &DumpOptions { diagnostics: None })
 }
 
 fn import_archive(anchor: &Path) -> String {
     let mut defs = Defs::new();
+    let mut diag = Diagnostics::default();
     let mut chain = Sorter::new(OverlapRouter::new(MemSink::default()));
     let progress = Progress::new();
-    let mut ctx = ImportCtx::new(&mut defs, &mut chain, &progress);
+    let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut chain, &progress);
     tracex_otf2::import(anchor, &Default::default(), &mut ctx).unwrap();
-    chain.finish(&mut defs).unwrap();
+    chain.end(&mut defs, &mut diag).unwrap();
     let events = chain.into_inner().into_inner().events;
-    dump_with(&defs, &events, &DumpOptions { diagnostics: false })
+    dump_with(&defs, &events, &DumpOptions { diagnostics: None })
 }
 
 proptest! {

@@ -14,7 +14,7 @@ use tracex_ir::io::OutputTarget;
 use tracex_ir::mem::{MemSink, Trace};
 use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
-use tracex_ir::{Defs, FlowBind, ImportCtx, Num, Progress, Sink, Value};
+use tracex_ir::{Defs, Diagnostics, FlowBind, ImportCtx, Num, Progress, Sink, Stage, Value};
 
 use crate::common::*;
 
@@ -388,31 +388,33 @@ fn export(mut t: Trace, out: &Path) {
     )
     .unwrap();
     for e in events {
-        exp.event(&mut t.defs, e).unwrap();
+        exp.event(&t.defs, &mut t.diag, e).unwrap();
     }
-    exp.finish(&mut t.defs).unwrap();
+    exp.finish(&t.defs, &mut t.diag).unwrap();
 }
 
 /// The dump of `t` as the exporter sees it (sorted and routed).
 fn expected_dump(t: &mut Trace) -> String {
     let mut routed = Sorter::new(OverlapRouter::new(MemSink::default()));
-    for e in t.events.clone() {
-        routed.event(&mut t.defs, e).unwrap();
+    let events = t.events.clone();
+    for e in events {
+        routed.push(&mut t.defs, &mut t.diag, e).unwrap();
     }
-    routed.finish(&mut t.defs).unwrap();
+    routed.end(&mut t.defs, &mut t.diag).unwrap();
     let events = routed.into_inner().into_inner().events;
-    dump_with(&t.defs, &events, &DumpOptions { diagnostics: false })
+    dump_with(&t.defs, &events, &DumpOptions { diagnostics: None })
 }
 
 fn import(path: &Path) -> String {
     let mut defs = Defs::new();
+    let mut diag = Diagnostics::default();
     let mut chain = Sorter::new(OverlapRouter::new(MemSink::default()));
     let progress = Progress::new();
-    let mut ctx = ImportCtx::new(&mut defs, &mut chain, &progress);
+    let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut chain, &progress);
     tracex_perfetto::import(path, &Default::default(), &mut ctx).unwrap();
-    chain.finish(&mut defs).unwrap();
+    chain.end(&mut defs, &mut diag).unwrap();
     let events = chain.into_inner().into_inner().events;
-    dump_with(&defs, &events, &DumpOptions { diagnostics: false })
+    dump_with(&defs, &events, &DumpOptions { diagnostics: None })
 }
 
 /// What the exporter writes for a small trace: the descriptors a Perfetto user sees.
@@ -545,22 +547,24 @@ fn trace_processor() -> Option<PathBuf> {
     candidates.into_iter().flatten().find(|p| p.is_file())
 }
 
-fn tp_view(tp: &Path, trace: &Path) -> TpView {
-    let dir = tempfile::tempdir().unwrap();
-    let q = dir.path().join("q.sql");
-    std::fs::write(
-        &q,
-        "select 'slices' as what, count(*) as n from slice where dur != 0
+/// The summary trace processor is asked for; each row names what it holds.
+const TP_SQL: &str = "select 'slices' as what, count(*) as n from slice where dur != 0
 union all select 'instants', count(*) from slice where dur = 0
 union all select 'flows', count(*) from flow
 union all select 'counter_values', count(*) from counter c join counter_track t on c.track_id = t.id where t.name not in ('thread_time') and t.type not like '%stack_sample%'
+union all select 'counter_tracks', count(*) from counter_track
+union all select 'tracks', count(*) from track
 union all select 'processes', count(*) from process where pid != 0
 union all select 'threads', count(*) from thread where tid != 0;
 select 'stat', severity, name, value from stats where value > 0 and severity in ('error', 'data_loss');
 select 'tree', p.name, t.name from track t join track p on t.parent_id = p.id where p.parent_id is null and p.name is not null order by 2, 3;
-",
-    )
-    .unwrap();
+";
+
+/// What trace processor built from a file, or why it could not load it.
+fn tp_try_view(tp: &Path, trace: &Path) -> std::result::Result<TpView, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let q = dir.path().join("q.sql");
+    std::fs::write(&q, TP_SQL).unwrap();
     let out = Command::new(tp)
         .arg("--query-file")
         .arg(&q)
@@ -568,13 +572,9 @@ select 'tree', p.name, t.name from track t join track p on t.parent_id = p.id wh
         .output()
         .expect("run trace_processor_shell");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "trace processor could not load {}: {}{}",
-        trace.display(),
-        text,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if !out.status.success() {
+        return Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)));
+    }
     let mut v = TpView {
         counts: BTreeMap::new(),
         bad_stats: Vec::new(),
@@ -596,7 +596,12 @@ select 'tree', p.name, t.name from track t join track p on t.parent_id = p.id wh
             _ => {}
         }
     }
-    v
+    Ok(v)
+}
+
+fn tp_view(tp: &Path, trace: &Path) -> TpView {
+    tp_try_view(tp, trace)
+        .unwrap_or_else(|e| panic!("trace processor could not load {}: {e}", trace.display()))
 }
 
 /// Perfetto's own importer is the judge: the .pftrace tracex writes for every real trace with

@@ -324,3 +324,46 @@ fn nsys_numbers_match_sql() {
         );
     }
 }
+
+/// CSV output reads back with a CSV reader, whatever the names hold: a comma, a quote, LF or
+/// CR (which the hand-written quoting left bare, so that a reader split the record there).
+#[test]
+fn csv_output_reads_back_whatever_the_names_hold() {
+    let names = [
+        "plain",
+        "a,b",
+        "say \"hi\"",
+        "line\nbreak",
+        "carriage\rreturn",
+    ];
+    let events: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            format!(
+                r#"{{"ph":"X","name":{},"pid":1,"tid":1,"ts":{},"dur":5}}"#,
+                serde_json::to_string(n).unwrap(),
+                i * 10
+            )
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("odd, \"names\".json");
+    std::fs::write(&path, format!("[{}]", events.join(","))).unwrap();
+    let out = run_ok(&["stats", "--format", "csv", path.to_str().unwrap()]).stdout;
+    let mut r = csv::Reader::from_reader(&out[..]);
+    let header = r.headers().unwrap().clone();
+    assert_eq!(&header[2], "name");
+    let mut got: Vec<String> = Vec::new();
+    for rec in r.records() {
+        let rec = rec.unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&out)));
+        assert_eq!(rec.len(), header.len());
+        assert_eq!(&rec[0], path.to_str().unwrap());
+        assert_eq!(&rec[3], "1", "{rec:?}");
+        got.push(rec[2].to_string());
+    }
+    got.sort();
+    let mut want: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    want.sort();
+    assert_eq!(got, want);
+}

@@ -7,6 +7,7 @@ mod cli;
 mod cupti;
 mod filters;
 mod folded;
+mod modules;
 mod multi;
 mod nsys;
 mod otf2;

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use tracex_ir::{Defs, ImportCtx, NullSink, Progress};
+use tracex_ir::{Defs, Diagnostics, ImportCtx, NullSink, Progress};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -25,9 +25,10 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     // The importer streams from the file, as the CLI does.
     let t = Instant::now();
     let mut defs = Defs::new();
+    let mut diag = Diagnostics::default();
     let mut sink = NullSink;
     let progress = Progress::new();
-    let mut ctx = ImportCtx::new(&mut defs, &mut sink, &progress);
+    let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
     let f = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(&a.file)?);
     tracex_chrome::import(f, &Default::default(), &mut ctx)?;
     let events = ctx.emitted();

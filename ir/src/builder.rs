@@ -179,6 +179,7 @@ impl TraceBuilder {
     pub fn finish(self) -> Trace {
         Trace {
             defs: self.defs,
+            diag: Default::default(),
             events: self.events,
         }
     }

@@ -1,10 +1,8 @@
 //! [`Defs`]: the definition tables of one trace. Importers add to them while they push events;
-//! sinks read them (and adapters may add overflow tracks). Names can change until `finish`, so
-//! exporters write names last.
+//! pipeline stages may add to them too (the overlap router its overflow tracks); sinks only read
+//! them. Names can change until `finish`, so exporters write names last. Diagnostics are kept
+//! apart, in [`crate::Diagnostics`], so that a sink can count them without changing definitions.
 
-use rustc_hash::FxHashMap;
-
-use crate::diag::Diagnostics;
 use crate::event::FlowId;
 use crate::model::{
     Arg, Args, Clock, CounterDef, CounterId, NamePriority, Process, ProcessId, StackId, Thread,
@@ -24,9 +22,7 @@ pub struct Defs {
     /// Trace-level metadata in input order (Chrome top-level keys, nsys export parameters).
     pub meta: Args,
     pub clock: Clock,
-    pub diag: Diagnostics,
     next_flow: u64,
-    overflow: FxHashMap<(TrackId, u32), TrackId>,
     global_track: Option<TrackId>,
 }
 
@@ -123,23 +119,6 @@ impl Defs {
             id = of;
         }
         id
-    }
-
-    /// The overflow lane `level` (1-based) of `of`, made on first use.
-    pub fn overflow_track(&mut self, of: TrackId, level: u32) -> TrackId {
-        if let Some(&t) = self.overflow.get(&(of, level)) {
-            return t;
-        }
-        let process = self.track(of).process;
-        let t = self.add_track(Track {
-            kind: TrackKind::Overflow { of, level },
-            process,
-            name: None,
-            label: None,
-            sort_index: None,
-        });
-        self.overflow.insert((of, level), t);
-        t
     }
 
     /// The one trace-wide track, for global instants.
@@ -280,19 +259,5 @@ mod tests {
         d.set_thread_name(t, a, NamePriority::Inferred);
         assert_eq!(d.thread(t).name, Some(b));
         assert_eq!(d.track_display_name(d.thread(t).track), "explicit");
-    }
-
-    #[test]
-    fn overflow_tracks_are_reused() {
-        let mut d = Defs::new();
-        let p = d.add_process(Process::default());
-        let t = d.add_thread(p, Some(1), None);
-        let k = d.thread(t).track;
-        let o1 = d.overflow_track(k, 1);
-        assert_eq!(d.overflow_track(k, 1), o1);
-        assert_ne!(d.overflow_track(k, 2), o1);
-        assert_eq!(d.root_track(o1), k);
-        assert_eq!(d.track_thread(o1), Some(t));
-        assert_eq!(d.track_display_name(o1), "thread 1 (overflow 1)");
     }
 }

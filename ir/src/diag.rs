@@ -1,6 +1,7 @@
 //! Diagnostics: data problems that do not stop a conversion are counted by kind, with the
-//! location of the first occurrence, and summarised at the end. Each format crate declares its
-//! kinds as `static` [`DiagKind`]s and lists them in a `DIAGNOSTICS` slice for the docs.
+//! location of the first occurrence, and summarised at the end. Each crate declares its kinds
+//! with [`kinds!`](crate::kinds): `static` [`DiagKind`]s and a `DIAGNOSTICS` slice listing
+//! them for `tracex formats --diagnostics` and the docs.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -23,6 +24,32 @@ impl fmt::Display for Severity {
             Severity::Error => "error",
         })
     }
+}
+
+/// Declares diagnostic kinds as `pub static` [`DiagKind`]s and lists them all in
+/// `pub static DIAGNOSTICS`:
+///
+/// ```
+/// mod diag {
+///     tracex_ir::kinds! {
+///         BAD_LINE = "demo_bad_line", Error, "a line could not be read; it was skipped";
+///         EMPTY = "demo_empty", Info, "the input has no events";
+///     }
+/// }
+/// assert_eq!(diag::DIAGNOSTICS.len(), 2);
+/// assert_eq!(diag::BAD_LINE.severity, tracex_ir::Severity::Error);
+/// ```
+#[macro_export]
+macro_rules! kinds {
+    ($($id:ident = $name:literal, $sev:ident, $help:literal;)*) => {
+        $(pub static $id: $crate::DiagKind = $crate::DiagKind {
+            name: $name,
+            severity: $crate::Severity::$sev,
+            help: $help,
+        };)*
+        /// Every diagnostic declared here.
+        pub static DIAGNOSTICS: &[&$crate::DiagKind] = &[$(&$id),*];
+    };
 }
 
 /// One kind of diagnostic: a stable name (`chrome_unmatched_end`), how bad it is, what it means.
@@ -152,35 +179,16 @@ impl Diagnostics {
 
 /// Diagnostics raised by the adapters of this crate.
 pub mod kinds {
-    use super::{DiagKind, Severity};
-
-    pub static SLICE_PARTIAL_OVERLAP: DiagKind = DiagKind {
-        name: "slice_partial_overlap",
-        severity: Severity::Warning,
-        help: "a slice started inside another on the same thread or stream but ended after it; it was moved to an overflow track instead of being clipped",
-    };
-    pub static ASYNC_OVERLAP_LANE: DiagKind = DiagKind {
-        name: "async_overlap_lane",
-        severity: Severity::Info,
-        help: "async ranges on one track overlapped without nesting; the later one was laid out on an extra lane of that track",
-    };
-    pub static SLICE_NEGATIVE_DURATION: DiagKind = DiagKind {
-        name: "slice_negative_duration",
-        severity: Severity::Error,
-        help: "a slice ended before it started; its duration was set to 0 and the original end kept in args",
-    };
-    pub static OPEN_SLICE: DiagKind = DiagKind {
-        name: "slice_never_ended",
-        severity: Severity::Warning,
-        help: "a slice was begun but its end is not in the input; it is kept as an open slice (exporters that need an end close it at the end of the trace)",
-    };
-
-    pub static ALL: &[&DiagKind] = &[
-        &SLICE_PARTIAL_OVERLAP,
-        &ASYNC_OVERLAP_LANE,
-        &SLICE_NEGATIVE_DURATION,
-        &OPEN_SLICE,
-    ];
+    crate::kinds! {
+        SLICE_PARTIAL_OVERLAP = "slice_partial_overlap", Warning,
+            "a slice started inside another on the same thread or stream but ended after it; it was moved to an overflow track instead of being clipped";
+        ASYNC_OVERLAP_LANE = "async_overlap_lane", Info,
+            "async ranges on one track overlapped without nesting; the later one was laid out on an extra lane of that track";
+        SLICE_NEGATIVE_DURATION = "slice_negative_duration", Error,
+            "a slice ended before it started; its duration was set to 0 and the original end kept in args";
+        OPEN_SLICE = "slice_never_ended", Warning,
+            "a slice was begun but its end is not in the input; it is kept as an open slice (exporters that need an end close it at the end of the trace)";
+    }
 }
 
 #[cfg(test)]

@@ -8,20 +8,15 @@
 use std::fmt::Write;
 
 use crate::defs::Defs;
+use crate::diag::Diagnostics;
 use crate::event::{Event, FlowBind, FlowPoint, Num};
 use crate::model::{Args, ProcessKind, StackId, TrackKind, Value};
 use crate::strings::StrId;
 
-#[derive(Clone, Debug)]
-pub struct DumpOptions {
-    /// Print the diagnostics table at the end.
-    pub diagnostics: bool,
-}
-
-impl Default for DumpOptions {
-    fn default() -> Self {
-        DumpOptions { diagnostics: true }
-    }
+#[derive(Clone, Debug, Default)]
+pub struct DumpOptions<'a> {
+    /// The diagnostics to print as a table at the end.
+    pub diagnostics: Option<&'a Diagnostics>,
 }
 
 pub fn dump(defs: &Defs, events: &[Event]) -> String {
@@ -506,8 +501,8 @@ pub fn dump_with(defs: &Defs, events: &[Event], opts: &DumpOptions) -> String {
         out.push_str(l);
         out.push('\n');
     }
-    if opts.diagnostics {
-        for d in defs.diag.iter() {
+    if let Some(diag) = opts.diagnostics {
+        for d in diag.iter() {
             let _ = write!(
                 out,
                 "diag {} count={} first={}",

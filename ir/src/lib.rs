@@ -1,8 +1,9 @@
 //! The tracex trace model.
 //!
-//! Importers push a stream of [`Event`]s into a [`Sink`], together with a [`Defs`] table that
-//! holds everything the events refer to: interned strings, processes, threads, tracks, counters,
-//! stack frames and trace metadata. Time is always an `i64` count of nanoseconds.
+//! Importers push a stream of [`Event`]s into a [`Stage`] that ends in a [`Sink`], together with a
+//! [`Defs`] table that holds everything the events refer to: interned strings, processes,
+//! threads, tracks, counters, stack frames and trace metadata, and the [`Diagnostics`] counted on
+//! the way. Sinks read `Defs` and cannot change it. Time is always an `i64` count of nanoseconds.
 //!
 //! The crate depends on no trace format. Format crates (`tracex-chrome`, `tracex-nsys`, ...) map
 //! their files to and from this model; adapters in this crate ([`order::Sorter`],
@@ -26,6 +27,7 @@ pub mod diag;
 pub mod dump;
 pub mod error;
 pub mod event;
+pub mod format;
 pub mod io;
 pub mod kind;
 pub mod mem;
@@ -51,7 +53,7 @@ pub use model::{
     ProcessKind, StackId, Thread, ThreadId, Track, TrackId, TrackKind, Value,
 };
 pub use progress::Progress;
-pub use sink::{EventOrder, ImportCtx, NullSink, Sink};
+pub use sink::{EventOrder, ImportCtx, NullSink, Sink, Stage};
 pub use sniff::{Confidence, Probe};
 pub use strings::StrId;
 pub use time::{Dur, Ts};

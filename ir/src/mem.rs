@@ -1,9 +1,10 @@
 //! An in-memory trace: a sink that keeps every event (for `dump`, tests and small inputs).
 
 use crate::defs::Defs;
+use crate::diag::Diagnostics;
 use crate::error::Result;
 use crate::event::Event;
-use crate::sink::Sink;
+use crate::sink::{Sink, Stage};
 
 /// Collects events in arrival order.
 #[derive(Default, Debug)]
@@ -13,12 +14,12 @@ pub struct MemSink {
 }
 
 impl Sink for MemSink {
-    fn event(&mut self, _: &mut Defs, event: Event) -> Result<()> {
+    fn event(&mut self, _: &Defs, _: &mut Diagnostics, event: Event) -> Result<()> {
         self.events.push(event);
         Ok(())
     }
 
-    fn finish(&mut self, _: &mut Defs) -> Result<()> {
+    fn finish(&mut self, _: &Defs, _: &mut Diagnostics) -> Result<()> {
         self.finished = true;
         Ok(())
     }
@@ -28,15 +29,16 @@ impl Sink for MemSink {
 #[derive(Default, Debug)]
 pub struct Trace {
     pub defs: Defs,
+    pub diag: Diagnostics,
     pub events: Vec<Event>,
 }
 
 impl Trace {
-    /// Pushes a copy of every event into `sink`, then finishes it.
-    pub fn replay(&mut self, sink: &mut dyn Sink) -> Result<()> {
+    /// Pushes a copy of every event into `stage`, then ends it.
+    pub fn replay(&mut self, stage: &mut dyn Stage) -> Result<()> {
         for ev in self.events.clone() {
-            sink.event(&mut self.defs, ev)?;
+            stage.push(&mut self.defs, &mut self.diag, ev)?;
         }
-        sink.finish(&mut self.defs)
+        stage.end(&mut self.defs, &mut self.diag)
     }
 }

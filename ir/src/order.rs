@@ -12,10 +12,11 @@ use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 use crate::codec::{self, Decoder};
 use crate::defs::Defs;
+use crate::diag::Diagnostics;
 use crate::error::Result;
 use crate::event::Event;
 use crate::model::Value;
-use crate::sink::Sink;
+use crate::sink::Stage;
 
 /// The sort key of an event in the total order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -65,7 +66,7 @@ fn approx_size(ev: &Event) -> usize {
 /// Default memory budget of a [`Sorter`]: 256 MiB of buffered events.
 pub const DEFAULT_BUDGET: usize = 256 << 20;
 
-/// A [`Sink`] adapter that forwards everything to `inner` in the total order, at `finish`.
+/// A [`Stage`] that forwards everything to `inner` in the total order, at `finish`.
 ///
 /// Several inputs can be merged into one timeline: call [`Sorter::begin_input`] before each
 /// input's events and [`Sorter::set_offsets`] before `finish`; each input's events are then moved
@@ -86,7 +87,7 @@ pub struct Sorter<S> {
     spilling: Option<std::thread::JoinHandle<Result<Vec<Spilled>>>>,
 }
 
-impl<S: Sink> Sorter<S> {
+impl<S: Stage> Sorter<S> {
     pub fn new(inner: S) -> Self {
         Self::with_budget(inner, DEFAULT_BUDGET)
     }
@@ -249,8 +250,8 @@ impl Run {
     }
 }
 
-impl<S: Sink> Sink for Sorter<S> {
-    fn event(&mut self, _defs: &mut Defs, event: Event) -> Result<()> {
+impl<S: Stage> Stage for Sorter<S> {
+    fn push(&mut self, _: &mut Defs, _: &mut Diagnostics, event: Event) -> Result<()> {
         let key = OrderKey::of(&event, self.seq);
         self.seq += 1;
         if !matches!(&event, Event::Sample(s) if s.ts.is_none()) {
@@ -265,7 +266,7 @@ impl<S: Sink> Sink for Sorter<S> {
         Ok(())
     }
 
-    fn finish(&mut self, defs: &mut Defs) -> Result<()> {
+    fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> Result<()> {
         self.collect_spill()?;
         let mut buf = std::mem::take(&mut self.buf);
         sort_by_input(&mut buf);
@@ -276,9 +277,9 @@ impl<S: Sink> Sink for Sorter<S> {
                 if off != 0 {
                     ev.shift(off);
                 }
-                self.inner.event(defs, ev)?;
+                self.inner.push(defs, diag, ev)?;
             }
-            return self.inner.finish(defs);
+            return self.inner.end(defs, diag);
         }
         // The k-way merge (reading and decoding runs) runs on another thread and hands events
         // over in batches, while this thread feeds them to the sinks behind.
@@ -309,7 +310,7 @@ impl<S: Sink> Sink for Sorter<S> {
             match batch {
                 Ok(events) => {
                     for ev in events {
-                        if let Err(e) = self.inner.event(defs, ev) {
+                        if let Err(e) = self.inner.push(defs, diag, ev) {
                             result = Err(e);
                             break;
                         }
@@ -324,7 +325,7 @@ impl<S: Sink> Sink for Sorter<S> {
         drop(rx);
         let _ = merger.join();
         result?;
-        self.inner.finish(defs)
+        self.inner.end(defs, diag)
     }
 }
 
@@ -413,34 +414,34 @@ mod tests {
     #[test]
     fn inputs_are_merged_with_offsets() {
         for budget in [usize::MAX, 500] {
-            let mut defs = Defs::new();
+            let (mut defs, mut diag) = (Defs::new(), Diagnostics::default());
             let mut s = Sorter::with_budget(MemSink::default(), budget);
             let slice = |ts| Event::Slice(Slice::new(TrackId(0), ts, 1, StrId(0)));
             s.begin_input();
             for ts in [30, 10, 20] {
-                s.event(&mut defs, slice(ts)).unwrap();
+                s.push(&mut defs, &mut diag, slice(ts)).unwrap();
             }
             s.begin_input();
             for ts in [1005, 1000, 1015] {
-                s.event(&mut defs, slice(ts)).unwrap();
+                s.push(&mut defs, &mut diag, slice(ts)).unwrap();
             }
             assert_eq!(s.first_ts(), &[Some(10), Some(1000)]);
             // align the second input's start with the first's
             s.set_offsets(vec![0, -990]);
-            s.finish(&mut defs).unwrap();
+            s.end(&mut defs, &mut diag).unwrap();
             let ts: Vec<i64> = s.into_inner().events.iter().map(|e| e.ts()).collect();
             assert_eq!(ts, vec![10, 10, 15, 20, 25, 30], "budget {budget}");
         }
     }
 
     fn run(budget: usize) -> (Vec<Event>, usize) {
-        let mut defs = Defs::new();
+        let (mut defs, mut diag) = (Defs::new(), Diagnostics::default());
         let mut s = Sorter::with_budget(MemSink::default(), budget);
         for e in events() {
-            s.event(&mut defs, e).unwrap();
+            s.push(&mut defs, &mut diag, e).unwrap();
         }
         let runs = s.spilled_runs();
-        s.finish(&mut defs).unwrap();
+        s.end(&mut defs, &mut diag).unwrap();
         (s.into_inner().events, runs)
     }
 

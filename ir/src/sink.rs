@@ -1,36 +1,65 @@
-//! The push interface between importers, adapters and exporters.
+//! The push interface between importers, pipeline stages and sinks.
+//!
+//! Two traits, by what a receiver may change:
+//!
+//! - A [`Sink`] is the end of a pipeline (an exporter, a command's collector). It reads the
+//!   definitions, which it cannot change, and records what it cannot carry in the diagnostics.
+//! - A [`Stage`] is what an importer pushes into: a sink (every sink is a stage), or a step in
+//!   front of one that may add definitions: the overlap router adds overflow tracks, a filter
+//!   adds the argument keys it marks clipped slices with. The sorter adds nothing.
 
 use crate::defs::Defs;
+use crate::diag::Diagnostics;
 use crate::error::Result;
 use crate::event::Event;
 use crate::progress::Progress;
 
-/// Receives a trace as a stream of events. Every id an event carries is defined in `defs` before
-/// the event arrives; names may still change until `finish`.
+/// The end of a pipeline. Every id an event carries is defined in `defs` before the event
+/// arrives; names may still change until `finish`, so exporters write names last.
 pub trait Sink {
-    fn event(&mut self, defs: &mut Defs, event: Event) -> Result<()>;
+    fn event(&mut self, defs: &Defs, diag: &mut Diagnostics, event: Event) -> Result<()>;
 
     /// Called once after the last event. Exporters write what they held back (names, stack
     /// tables) and move their output into place; an exporter dropped without `finish` leaves no
     /// output behind.
-    fn finish(&mut self, defs: &mut Defs) -> Result<()>;
+    fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()>;
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
-    fn event(&mut self, defs: &mut Defs, event: Event) -> Result<()> {
-        (**self).event(defs, event)
+    fn event(&mut self, defs: &Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
+        (**self).event(defs, diag, event)
     }
-    fn finish(&mut self, defs: &mut Defs) -> Result<()> {
-        (**self).finish(defs)
+    fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
+        (**self).finish(defs, diag)
     }
 }
 
 impl<S: Sink + ?Sized> Sink for Box<S> {
-    fn event(&mut self, defs: &mut Defs, event: Event) -> Result<()> {
-        (**self).event(defs, event)
+    fn event(&mut self, defs: &Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
+        (**self).event(defs, diag, event)
     }
-    fn finish(&mut self, defs: &mut Defs) -> Result<()> {
-        (**self).finish(defs)
+    fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
+        (**self).finish(defs, diag)
+    }
+}
+
+/// Where importers push events: a [`Sink`], or a pipeline step in front of one that may add
+/// definitions on the way (see the module comment). The methods are named apart from the
+/// sink's so that calls stay unambiguous on a sink, which is a stage too.
+pub trait Stage {
+    fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, event: Event) -> Result<()>;
+
+    /// Called once after the last event: forwards what the stage held back, then finishes what
+    /// is behind it.
+    fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> Result<()>;
+}
+
+impl<S: Sink + ?Sized> Stage for S {
+    fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
+        self.event(defs, diag, event)
+    }
+    fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> Result<()> {
+        self.finish(defs, diag)
     }
 }
 
@@ -39,10 +68,10 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
 pub struct NullSink;
 
 impl Sink for NullSink {
-    fn event(&mut self, _: &mut Defs, _: Event) -> Result<()> {
+    fn event(&mut self, _: &Defs, _: &mut Diagnostics, _: Event) -> Result<()> {
         Ok(())
     }
-    fn finish(&mut self, _: &mut Defs) -> Result<()> {
+    fn finish(&mut self, _: &Defs, _: &mut Diagnostics) -> Result<()> {
         Ok(())
     }
 }
@@ -56,29 +85,36 @@ pub enum EventOrder {
     Unsorted,
 }
 
-/// What an importer works with: the definition tables, the sink its events go to, and a
-/// progress counter it may advance.
+/// What an importer works with: the definition tables it adds to, the diagnostics it counts
+/// data problems in, the stage its events go to, and a progress counter it may advance.
 pub struct ImportCtx<'a> {
     pub defs: &'a mut Defs,
-    sink: &'a mut dyn Sink,
+    pub diag: &'a mut Diagnostics,
+    sink: &'a mut dyn Stage,
     pub progress: &'a Progress,
     emitted: u64,
 }
 
 impl<'a> ImportCtx<'a> {
-    pub fn new(defs: &'a mut Defs, sink: &'a mut dyn Sink, progress: &'a Progress) -> Self {
+    pub fn new(
+        defs: &'a mut Defs,
+        diag: &'a mut Diagnostics,
+        sink: &'a mut dyn Stage,
+        progress: &'a Progress,
+    ) -> Self {
         ImportCtx {
             defs,
+            diag,
             sink,
             progress,
             emitted: 0,
         }
     }
 
-    /// Pushes one event to the sink.
+    /// Pushes one event to the stage behind.
     pub fn emit(&mut self, event: Event) -> Result<()> {
         self.emitted += 1;
-        self.sink.event(self.defs, event)
+        self.sink.push(self.defs, self.diag, event)
     }
 
     /// Events pushed so far.
@@ -87,46 +123,46 @@ impl<'a> ImportCtx<'a> {
     }
 
     /// Runs `run` with a context whose events pass through `filter` on their way to this
-    /// context's sink, so that one importer can reuse another and adjust what it emits (the
+    /// context's stage, so that one importer can reuse another and adjust what it emits (the
     /// CUPTI importer reads CUPTI's Chrome JSON with the Chrome importer). `filter` may change
-    /// an event, drop it (`Ok(None)`), or add definitions.
+    /// an event, drop it (`Ok(None)`), add definitions or count diagnostics.
     pub fn filtered<F>(
         &mut self,
         filter: F,
         run: impl FnOnce(&mut ImportCtx<'_>) -> Result<()>,
     ) -> Result<()>
     where
-        F: FnMut(&mut Defs, Event) -> Result<Option<Event>>,
+        F: FnMut(&mut Defs, &mut Diagnostics, Event) -> Result<Option<Event>>,
     {
         let mut sink = Filtered {
             filter,
             inner: &mut *self.sink,
         };
-        let mut inner = ImportCtx::new(&mut *self.defs, &mut sink, self.progress);
+        let mut inner = ImportCtx::new(&mut *self.defs, &mut *self.diag, &mut sink, self.progress);
         let result = run(&mut inner);
         self.emitted += inner.emitted;
         result
     }
 }
 
-/// The sink of [`ImportCtx::filtered`]: never finished itself (the outer sink's owner does that).
+/// The stage of [`ImportCtx::filtered`]: never ended itself (the outer stage's owner does that).
 struct Filtered<'s, F> {
     filter: F,
-    inner: &'s mut dyn Sink,
+    inner: &'s mut dyn Stage,
 }
 
-impl<F> Sink for Filtered<'_, F>
+impl<F> Stage for Filtered<'_, F>
 where
-    F: FnMut(&mut Defs, Event) -> Result<Option<Event>>,
+    F: FnMut(&mut Defs, &mut Diagnostics, Event) -> Result<Option<Event>>,
 {
-    fn event(&mut self, defs: &mut Defs, event: Event) -> Result<()> {
-        match (self.filter)(defs, event)? {
-            Some(e) => self.inner.event(defs, e),
+    fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
+        match (self.filter)(defs, diag, event)? {
+            Some(e) => self.inner.push(defs, diag, e),
             None => Ok(()),
         }
     }
 
-    fn finish(&mut self, _: &mut Defs) -> Result<()> {
+    fn end(&mut self, _: &mut Defs, _: &mut Diagnostics) -> Result<()> {
         Ok(())
     }
 }
@@ -153,12 +189,13 @@ mod tests {
     #[test]
     fn filtered_context_rewrites_and_drops() {
         let mut defs = Defs::new();
+        let mut diag = Diagnostics::default();
         let mut sink = MemSink::default();
         let progress = Progress::new();
-        let mut ctx = ImportCtx::new(&mut defs, &mut sink, &progress);
+        let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
         let mut seen = 0;
         ctx.filtered(
-            |_, ev| {
+            |_, _, ev| {
                 seen += 1;
                 Ok((ev.ts() % 2 == 0).then(|| instant(ev.ts() * 10)))
             },

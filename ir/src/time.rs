@@ -32,47 +32,140 @@ pub fn micros_string(ns: i64) -> String {
 }
 
 /// Parses a duration with an optional unit suffix: `ns`, `us`/`µs`, `ms`, `s` (no suffix = ns).
-/// Decimal values are exact (`1.5ms` = 1 500 000 ns); a value finer than 1 ns is an error.
+/// Decimal values are exact (`1.5ms` = 1 500 000 ns); a value finer than 1 ns is an error, as
+/// are a `+` sign and an exponent.
 pub fn parse_duration(text: &str) -> Option<i64> {
     let t = text.trim();
     let (num, scale) = if let Some(n) = t.strip_suffix("ns") {
-        (n, 1i128)
+        (n, 0)
     } else if let Some(n) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
-        (n, 1_000)
+        (n, 3)
     } else if let Some(n) = t.strip_suffix("ms") {
-        (n, 1_000_000)
+        (n, 6)
     } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1_000_000_000)
+        (n, 9)
     } else {
-        (t, 1)
+        (t, 0)
     };
     let num = num.trim();
-    let (neg, num) = match num.strip_prefix('-') {
-        Some(n) => (true, n),
-        None => (false, num),
+    if num.contains(['+', 'e', 'E']) {
+        return None;
+    }
+    parse_decimal(num, scale)
+        .filter(|d| !d.rounded)
+        .map(|d| d.value)
+}
+
+/// A decimal number scaled to an integer (see [`parse_decimal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decimal {
+    pub value: i64,
+    /// Nonzero digits below the unit were rounded away (to nearest, ties away from zero).
+    pub rounded: bool,
+}
+
+/// Parses the decimal number `t` (JSON syntax: optional sign, digits, fraction, exponent)
+/// multiplied by `10^scale`, as an integer rounded to nearest, exactly: no `f64` on the way
+/// (`parse_decimal("1700000000000.123", 3)` is 1700000000000123). `None` for anything else or
+/// a value out of `i64` range.
+pub fn parse_decimal(t: &str, scale: i32) -> Option<Decimal> {
+    let b = t.as_bytes();
+    let mut i = 0;
+    let neg = match b.first() {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
     };
-    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    if int.is_empty() && frac.is_empty() {
+    // Collect significant digits and the position of the decimal point.
+    let mut digits: Vec<u8> = Vec::with_capacity(24);
+    let mut point: i32 = 0; // digits before the decimal point
+    let mut seen_point = false;
+    let mut any = false;
+    while i < b.len() {
+        match b[i] {
+            d @ b'0'..=b'9' => {
+                any = true;
+                if digits.is_empty() && d == b'0' {
+                    // leading zero: only moves the point if after it
+                    if seen_point {
+                        point -= 1;
+                    }
+                } else {
+                    digits.push(d - b'0');
+                    if !seen_point {
+                        point += 1;
+                    }
+                }
+            }
+            b'.' if !seen_point => seen_point = true,
+            b'e' | b'E' => break,
+            _ => return None,
+        }
+        i += 1;
+    }
+    if !any {
         return None;
     }
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    let mut exp: i32 = 0;
+    if i < b.len() {
+        // exponent
+        i += 1;
+        let (eneg, start) = match b.get(i) {
+            Some(b'-') => (true, i + 1),
+            Some(b'+') => (false, i + 1),
+            _ => (false, i),
+        };
+        let e = &t[start..];
+        if e.is_empty() || !e.bytes().all(|c| c.is_ascii_digit()) || e.len() > 6 {
+            return None;
+        }
+        exp = e.parse::<i32>().ok()?;
+        if eneg {
+            exp = -exp;
+        }
     }
-    let mut v: i128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    v = v.checked_mul(scale)?;
-    let mut unit = scale;
-    for d in frac.bytes() {
-        if unit == 1 {
-            if d != b'0' {
+    // value = 0.d1d2d3... * 10^(point + exp); we want it * 10^scale.
+    let int_digits = point + exp + scale;
+    let mut v: i128 = 0;
+    let mut rounded = false;
+    for (k, &d) in digits.iter().enumerate() {
+        if (k as i32) < int_digits {
+            v = v.checked_mul(10)?.checked_add(d as i128)?;
+            if v > i64::MAX as i128 + 1 {
                 return None;
             }
-            continue;
+        } else {
+            // first dropped digit decides rounding; any nonzero dropped digit means rounded
+            let rest = &digits[k..];
+            if rest.iter().any(|&x| x != 0) {
+                rounded = true;
+            }
+            // the first dropped digit is the rounding digit only if no zeros are implied before it
+            if k as i32 == int_digits && rest[0] >= 5 {
+                v += 1;
+            }
+            break;
         }
-        unit /= 10;
-        v += (d - b'0') as i128 * unit;
+    }
+    // trailing zeros implied by a large exponent
+    let present = digits.len() as i32;
+    if int_digits > present {
+        for _ in 0..(int_digits - present.max(0)) {
+            v = v.checked_mul(10)?;
+            if v > i64::MAX as i128 + 1 {
+                return None;
+            }
+        }
     }
     let v = if neg { -v } else { v };
-    i64::try_from(v).ok()
+    let value = i64::try_from(v).ok()?;
+    Some(Decimal { value, rounded })
 }
 
 #[cfg(test)]
@@ -90,6 +183,22 @@ mod tests {
     }
 
     #[test]
+    fn exact_decimals() {
+        let d = |t, scale| parse_decimal(t, scale).map(|d| (d.value, d.rounded));
+        assert_eq!(
+            d("1700000000000.123", 3),
+            Some((1_700_000_000_000_123, false))
+        );
+        assert_eq!(d("1.5e3", 0), Some((1_500, false)));
+        assert_eq!(d("-0.0015", 3), Some((-2, true)));
+        assert_eq!(d("2.5", 0), Some((3, true)));
+        assert_eq!(d("12", 9), Some((12_000_000_000, false)));
+        assert_eq!(d("1e400", 0), None);
+        assert_eq!(d(".", 0), None);
+        assert_eq!(d("1.2.3", 0), None);
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("10"), Some(10));
         assert_eq!(parse_duration("1.5ms"), Some(1_500_000));
@@ -100,5 +209,11 @@ mod tests {
         assert_eq!(parse_duration("-4ns"), Some(-4));
         assert_eq!(parse_duration("abc"), None);
         assert_eq!(parse_duration("ms"), None);
+        assert_eq!(parse_duration("5."), Some(5));
+        assert_eq!(parse_duration(" 2 ms "), Some(2_000_000));
+        assert_eq!(parse_duration("0.0010us"), Some(1));
+        assert_eq!(parse_duration("1e3ms"), None);
+        assert_eq!(parse_duration("+5s"), None);
+        assert_eq!(parse_duration("- 5"), None);
     }
 }

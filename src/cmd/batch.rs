@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::bail;
+use tracex_ir::format::Format;
 use tracex_ir::{Confidence, Progress};
 
-use super::convert::{convert_one, output_format};
+use super::conversion::{convert_one, output_format};
 use crate::cli::ConvertArgs;
-use crate::formats::Format;
-use crate::input::{self, Input};
+use crate::formats;
+use crate::input::Input;
 
 pub struct Plan {
     roots: Vec<PathBuf>,
@@ -25,7 +26,7 @@ fn is_plain_dir(p: &Path) -> bool {
     p.is_dir()
         && Input::open(&p.to_string_lossy())
             .map(|i| {
-                input::sniff_all(&i)
+                formats::sniff::sniff_all(&i.probe())
                     .iter()
                     .all(|(_, c)| *c == Confidence::No)
             })
@@ -94,7 +95,7 @@ type Found = (PathBuf, PathBuf, Option<&'static Format>);
 /// The format of the trace at `path`, from its content; `None` when unreadable or unknown.
 fn sniff(path: &Path) -> Option<&'static Format> {
     let input = Input::open(&path.to_string_lossy()).ok()?;
-    input::resolve_format(&input, None).ok()
+    formats::sniff::resolve(&input.probe(), &input.display, None).ok()
 }
 
 /// `rel` with its trace extension replaced by the output format's.

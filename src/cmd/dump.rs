@@ -1,22 +1,19 @@
 use std::io::Write;
 
 use tracex_ir::dump::{dump_with, DumpOptions};
+use tracex_ir::format::Options;
 use tracex_ir::mem::MemSink;
-use tracex_ir::Defs;
 
 use crate::cli::DumpArgs;
-use crate::options::Options;
 
 pub fn run(args: &DumpArgs, quiet: bool) -> anyhow::Result<()> {
     let mut sources = super::open_sources(std::slice::from_ref(&args.input), args.from.as_deref())?;
-    let mut defs = Defs::new();
     let mut events = MemSink::default();
-    super::run(
+    let (defs, diag) = super::run(
         &mut sources,
-        &Options::default(),
+        Options::default(),
         &args.common,
         crate::pipeline::Align::Clock,
-        &mut defs,
         &mut events,
         quiet,
     )?;
@@ -24,7 +21,7 @@ pub fn run(args: &DumpArgs, quiet: bool) -> anyhow::Result<()> {
         &defs,
         &events.events,
         &DumpOptions {
-            diagnostics: !args.no_diagnostics,
+            diagnostics: (!args.no_diagnostics).then_some(&diag),
         },
     );
     let mut out = std::io::stdout().lock();

@@ -1,4 +1,8 @@
+//! `tracex formats`: what tracex reads and writes, and every diagnostic it can report.
+
 use std::io::Write;
+
+use tracex_ir::DiagKind;
 
 use crate::formats;
 
@@ -6,7 +10,7 @@ use crate::formats;
 pub fn run(diagnostics: bool) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if diagnostics {
-        for k in formats::all_diagnostics() {
+        for k in all_diagnostics() {
             writeln!(out, "{:<36} {:<8} {}", k.name, k.severity, k.help)?;
         }
         return Ok(());
@@ -28,4 +32,17 @@ pub fn run(diagnostics: bool) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Every diagnostic kind tracex can report: the IR's, the pipeline's and every format's.
+fn all_diagnostics() -> Vec<&'static DiagKind> {
+    let mut v: Vec<&'static DiagKind> = tracex_ir::diag::kinds::DIAGNOSTICS.to_vec();
+    v.extend_from_slice(crate::filter::DIAGNOSTICS);
+    v.extend_from_slice(crate::pipeline::DIAGNOSTICS);
+    for f in formats::formats() {
+        v.extend_from_slice(f.diagnostics);
+    }
+    v.sort_by_key(|k| k.name);
+    v.dedup_by_key(|k| k.name);
+    v
 }

@@ -4,12 +4,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use serde_json::json;
+use tracex_ir::format::Options;
 use tracex_ir::kind::classify;
-use tracex_ir::{Defs, Event, Sink, StrId, TrackKind};
+use tracex_ir::{Defs, Diagnostics, Event, Sink, StrId, TrackKind};
 
 use crate::cli::InfoArgs;
-use crate::input;
-use crate::options::Options;
+use crate::formats;
 
 #[derive(Default)]
 struct Counts {
@@ -27,7 +27,7 @@ struct Counts {
 }
 
 impl Sink for Counts {
-    fn event(&mut self, defs: &mut Defs, e: Event) -> tracex_ir::Result<()> {
+    fn event(&mut self, defs: &Defs, _: &mut Diagnostics, e: Event) -> tracex_ir::Result<()> {
         let c = self;
         *c.by_kind.entry(e.kind_name()).or_default() += 1;
         let mut span = |start: i64, end: i64| {
@@ -65,27 +65,25 @@ impl Sink for Counts {
         }
         Ok(())
     }
-    fn finish(&mut self, _: &mut Defs) -> tracex_ir::Result<()> {
+    fn finish(&mut self, _: &Defs, _: &mut Diagnostics) -> tracex_ir::Result<()> {
         Ok(())
     }
 }
 
 pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
     let mut sources = super::open_sources(std::slice::from_ref(&args.input), args.from.as_deref())?;
-    let sniffed: Vec<(String, String)> = input::sniff_all(&sources[0].input)
+    let sniffed: Vec<(String, String)> = formats::sniff::sniff_all(&sources[0].input.probe())
         .into_iter()
-        .map(|(f, c)| (f.name.to_string(), input::describe(c)))
+        .map(|(f, c)| (f.name.to_string(), formats::sniff::describe(c)))
         .collect();
     let format = sources[0].format.name;
     let compressed = sources[0].input.compressed;
-    let mut defs = Defs::new();
     let mut c = Counts::default();
-    super::run(
+    let (defs, diag) = super::run(
         &mut sources,
-        &Options::default(),
+        Options::default(),
         &args.common,
         crate::pipeline::Align::Clock,
-        &mut defs,
         &mut c,
         quiet,
     )?;
@@ -102,8 +100,7 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
         };
         *tracks.entry(k).or_default() += 1;
     }
-    let diags: Vec<_> = defs
-        .diag
+    let diags: Vec<_> = diag
         .iter()
         .map(|d| {
             json!({"name": d.kind.name, "severity": d.kind.severity.to_string(), "count": d.count,
@@ -197,11 +194,11 @@ pub fn run(args: &InfoArgs, quiet: bool) -> anyhow::Result<()> {
     if let Some(o) = defs.clock.origin_unix_ns {
         writeln!(out, "clock:      ts 0 = unix {o} ns")?;
     }
-    if defs.diag.is_empty() {
+    if diag.is_empty() {
         writeln!(out, "diagnostics: none")?;
     } else {
         writeln!(out, "diagnostics:")?;
-        for d in defs.diag.iter() {
+        for d in diag.iter() {
             writeln!(
                 out,
                 "  {:<7} {} ×{} (first at {})",

@@ -1,4 +1,5 @@
 pub mod batch;
+mod conversion;
 pub mod convert;
 pub mod dump;
 pub mod formats;
@@ -8,15 +9,16 @@ pub mod stats;
 use std::io::Write;
 
 use anyhow::{bail, Context};
-use tracex_ir::{Defs, Severity, Sink};
+use tracex_ir::format::Options;
+use tracex_ir::{Defs, Diagnostics, Severity, Sink, Stage};
 
 use crate::cli::CommonArgs;
-use crate::input::{self, Input};
-use crate::options::Options;
-use crate::pipeline::{self, Align, Chain, Source};
+
+use crate::input::Input;
+use crate::pipeline::{self, Align, Chain, Opened};
 
 /// Opens inputs and picks each one's format.
-pub fn open_sources(paths: &[String], from: Option<&str>) -> anyhow::Result<Vec<Source>> {
+pub fn open_sources(paths: &[String], from: Option<&str>) -> anyhow::Result<Vec<Opened>> {
     if paths.iter().filter(|p| p.as_str() == "-").count() > 1 {
         bail!("stdin (-) can be read only once");
     }
@@ -24,32 +26,33 @@ pub fn open_sources(paths: &[String], from: Option<&str>) -> anyhow::Result<Vec<
         .iter()
         .map(|p| {
             let input = Input::open(p)?;
-            let format = input::resolve_format(&input, from)?;
-            Ok(Source { input, format })
+            let format = crate::formats::sniff::resolve(&input.probe(), &input.display, from)?;
+            Ok(Opened { input, format })
         })
         .collect()
 }
 
-/// Imports `sources` through the standard chain into `sink` and finishes it.
+/// Imports `sources` through the standard chain into `sink` and finishes it, with the formats'
+/// options `opts`. Returns the trace's definitions and the diagnostics counted on the way.
 pub fn run(
-    sources: &mut [Source],
-    opts: &Options,
+    sources: &mut [Opened],
+    mut opts: Options,
     common: &CommonArgs,
     align: Align,
-    defs: &mut Defs,
-    sink: &mut dyn tracex_ir::Sink,
+    sink: &mut dyn Sink,
     quiet: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<(Defs, Diagnostics)> {
+    let mut defs = Defs::new();
+    let mut diag = Diagnostics::default();
     let budget = pipeline::parse_size(&common.mem_budget)
         .with_context(|| format!("--mem-budget {:?} is not a size", common.mem_budget))?;
     let mut filter = common.filter()?;
-    let mut opts = opts.clone();
     if !common.activity.is_empty() {
         // formats that select activities while reading (nsys tables) do it themselves; the
         // filter selects for the others
         let mut all_selected = true;
         for s in sources.iter() {
-            match s.format.select_activity {
+            match s.format.import.as_ref().and_then(|i| i.select_activity) {
                 Some(select) => select(&common.activity, &mut opts)
                     .map_err(|e| anyhow::anyhow!("--activity: {e}"))?,
                 None => all_selected = false,
@@ -68,25 +71,25 @@ pub fn run(
             "reading".into(),
             quiet,
         );
-        pipeline::import_all(sources, opts, defs, &mut chain, align)?;
+        pipeline::import_all(sources, opts, &mut defs, &mut diag, &mut chain, align)?;
         drop(bar);
     }
-    if common.strict && defs.diag.errors() > 0 {
-        print_diagnostics(defs, false);
+    if common.strict && diag.errors() > 0 {
+        print_diagnostics(&diag, false);
         bail!(
             "--strict: the input has {} error(s) (listed above); nothing was written",
-            defs.diag.errors()
+            diag.errors()
         );
     }
     let spinner = crate::progress::Spinner::start("ordering and writing", quiet);
-    chain.finish(defs)?;
+    chain.end(&mut defs, &mut diag)?;
     drop(spinner);
-    Ok(())
+    Ok((defs, diag))
 }
 
 /// The diagnostics summary on stderr.
-pub fn print_diagnostics(defs: &Defs, quiet: bool) {
-    if quiet || defs.diag.is_empty() {
+pub fn print_diagnostics(diag: &Diagnostics, quiet: bool) {
+    if quiet || diag.is_empty() {
         return;
     }
     let mut err = std::io::stderr().lock();
@@ -94,7 +97,7 @@ pub fn print_diagnostics(defs: &Defs, quiet: bool) {
         err,
         "tracex: diagnostics (what was worked around or could not be carried over):"
     );
-    for d in defs.diag.iter() {
+    for d in diag.iter() {
         let sev = match d.kind.severity {
             Severity::Info => "info",
             Severity::Warning => "warning",

@@ -1,72 +1,27 @@
-//! The format registry: how to recognise each format, import it, export to it. Each format's
-//! glue (registry entry, command-line options) lives in its own module here.
+//! The format registry: every format crate's descriptor, and lookups over them. What a format
+//! is (its names, sniffer, importer, exporter, options, diagnostics) lives in its crate; adding
+//! a format is one line in [`FORMATS`]. Which format an input is: [`sniff`].
 
-pub mod chrome;
-pub mod cupti;
-pub mod folded;
-pub mod nsys;
-#[cfg(feature = "otf2")]
-pub mod otf2;
-pub mod perfetto;
+pub mod sniff;
 
-use tracex_ir::diag::DiagKind;
-use tracex_ir::io::OutputTarget;
-use tracex_ir::{Confidence, EventOrder, ImportCtx, Probe, Result, Sink};
-
-use crate::input::Input;
-use crate::options::Options;
-
-pub type ImportFn = fn(&mut Input, &Options, &mut ImportCtx) -> Result<()>;
-/// Sets a format's import options from the `--activity` words.
-pub type SelectActivityFn = fn(&[String], &mut Options) -> std::result::Result<(), String>;
-pub type ExportFn = fn(&OutputTarget, &Options) -> Result<Box<dyn Sink>>;
-
-/// How an importer reads its input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InputKind {
-    /// A byte stream (decompressed transparently); stdin works.
-    Stream,
-    /// A file on disk (SQLite, archives); stdin is copied to a temporary file first.
-    File,
-}
-
-pub struct Format {
-    pub name: &'static str,
-    /// Other names accepted by `--from` / `--to`.
-    pub aliases: &'static [&'static str],
-    pub description: &'static str,
-    /// File name endings that suggest the format; content sniffing decides.
-    pub extensions: &'static [&'static str],
-    pub sniff: fn(&Probe) -> Confidence,
-    pub import: Option<ImportFn>,
-    pub export: Option<ExportFn>,
-    /// The order in which the importer pushes events.
-    pub order: EventOrder,
-    pub input: InputKind,
-    pub diagnostics: &'static [&'static DiagKind],
-    /// The format this one is a more specific reading of (CUPTI's Chrome JSON is Chrome JSON):
-    /// when both sniff the same input equally sure, the refining format wins.
-    pub refines: Option<&'static str>,
-    /// Lets the importer itself select `--activity` kinds (reading only those tables); without
-    /// it the filter selects after import.
-    pub select_activity: Option<SelectActivityFn>,
-}
+use tracex_ir::format::Format;
 
 /// Every format, in the order `tracex formats` lists them.
 static FORMATS: &[&Format] = &[
-    &chrome::FORMAT,
-    &cupti::FORMAT,
-    &folded::FORMAT,
-    &nsys::FORMAT,
+    &tracex_chrome::FORMAT,
+    &tracex_cupti::FORMAT,
+    &tracex_folded::FORMAT,
+    &tracex_nsys::FORMAT,
     #[cfg(feature = "otf2")]
-    &otf2::FORMAT,
-    &perfetto::FORMAT,
+    &tracex_otf2::FORMAT,
+    &tracex_perfetto::FORMAT,
 ];
 
 pub fn formats() -> impl Iterator<Item = &'static Format> {
     FORMATS.iter().copied()
 }
 
+/// The format called `name` (or one of its aliases), in any case.
 pub fn by_name(name: &str) -> Option<&'static Format> {
     let n = name.to_ascii_lowercase();
     formats().find(|f| f.name == n || f.aliases.contains(&n.as_str()))
@@ -83,25 +38,43 @@ pub fn for_output_name(name: &str) -> Option<&'static Format> {
         .map(|(f, _)| f)
 }
 
-/// The paths an output occupies (several for OTF2), to refuse overwriting any of them.
-pub fn output_paths(format: &Format, out: &std::path::Path) -> Vec<std::path::PathBuf> {
-    #[cfg(feature = "otf2")]
-    if format.name == otf2::FORMAT.name {
-        return otf2::output_paths(out);
+/// The `--activity` words some format understands beyond the generic ones (nsys tables).
+pub fn activity_words() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = Vec::new();
+    for w in formats()
+        .filter_map(|f| f.import.as_ref())
+        .flat_map(|i| i.activities.iter().copied())
+    {
+        if !v.contains(&w) {
+            v.push(w);
+        }
     }
-    let _ = format;
-    vec![out.to_path_buf()]
+    v
 }
 
-/// Every diagnostic kind tracex can report.
-pub fn all_diagnostics() -> Vec<&'static DiagKind> {
-    let mut v: Vec<&'static DiagKind> = tracex_ir::diag::kinds::ALL.to_vec();
-    v.extend_from_slice(crate::filter::DIAGNOSTICS);
-    v.extend_from_slice(crate::pipeline::DIAGNOSTICS);
-    for f in formats() {
-        v.extend_from_slice(f.diagnostics);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--from` / `--to` names must say one format: names and aliases are unique.
+    #[test]
+    fn names_are_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for f in formats() {
+            for n in std::iter::once(&f.name).chain(f.aliases) {
+                assert!(seen.insert(*n), "{n} names two formats");
+                assert_eq!(n.to_ascii_lowercase(), *n);
+            }
+        }
     }
-    v.sort_by_key(|k| k.name);
-    v.dedup_by_key(|k| k.name);
-    v
+
+    /// What a refining format refines is in the registry.
+    #[test]
+    fn refinements_name_formats() {
+        for f in formats() {
+            if let Some(r) = f.refines {
+                assert!(by_name(r).is_some(), "{} refines unknown {r}", f.name);
+            }
+        }
+    }
 }

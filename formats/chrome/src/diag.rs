@@ -1,16 +1,6 @@
 //! Diagnostics of the Chrome importer and exporter. Listed in `docs/formats/chrome.md`.
 
-use tracex_ir::{DiagKind, Severity};
-
-macro_rules! kinds {
-    ($($id:ident = $name:literal, $sev:ident, $help:literal;)*) => {
-        $(pub static $id: DiagKind = DiagKind { name: $name, severity: Severity::$sev, help: $help };)*
-        /// Every diagnostic this crate can raise.
-        pub static DIAGNOSTICS: &[&DiagKind] = &[$(&$id),*];
-    };
-}
-
-kinds! {
+tracex_ir::kinds! {
     UNTERMINATED = "chrome_unterminated", Info,
         "the events array or the top-level object was never closed (a trace from a crashed or still running process); everything before the end was read";
     TORN_EVENT = "chrome_torn_event", Warning,

@@ -14,8 +14,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use tracex_ir::io::{BackgroundWriter, OutFile, OutputTarget};
 use tracex_ir::time::push_micros;
 use tracex_ir::{
-    Args, CounterId, Defs, Event, FlowBind, FlowPoint, FlowRole, Instant, Location, Num, ProcessId,
-    ProcessKind, Result, Sample, Sink, Slice, StackId, StrId, TrackId, TrackKind, Value,
+    Args, CounterId, Defs, Diagnostics, Event, FlowBind, FlowPoint, FlowRole, Instant, Location,
+    Num, ProcessId, ProcessKind, Result, Sample, Sink, Slice, StackId, StrId, TrackId, TrackKind,
+    Value,
 };
 
 use crate::diag as d;
@@ -371,7 +372,14 @@ impl Exporter {
         push_micros(&mut self.buf, ts);
     }
 
-    fn tail(&mut self, defs: &mut Defs, args: &Args, stack: Option<StackId>, color: Option<StrId>) {
+    fn tail(
+        &mut self,
+        defs: &Defs,
+        diag: &mut Diagnostics,
+        args: &Args,
+        stack: Option<StackId>,
+        color: Option<StrId>,
+    ) {
         if let Some(c) = color {
             self.buf.extend_from_slice(b",\"cname\":");
             push_str(&mut self.buf, defs.str(c));
@@ -385,31 +393,31 @@ impl Exporter {
         }
         if !args.is_empty() {
             self.buf.extend_from_slice(b",\"args\":");
-            write_args(&mut self.buf, defs, args);
+            write_args(&mut self.buf, defs, diag, args);
         }
         self.buf.push(b'}');
     }
 
-    fn slice(&mut self, defs: &mut Defs, s: &Slice) {
+    fn slice(&mut self, defs: &Defs, diag: &mut Diagnostics, s: &Slice) {
         let kind = defs.track(s.track).kind;
         let ids = self.ids_of(defs, s.track);
-        let name = defs.str(s.name).to_owned();
-        let cat = s.cat.map(|c| defs.str(c).to_owned());
+        let name = defs.str(s.name);
+        let cat = defs.opt_str(s.cat);
         let is_async = matches!(kind, TrackKind::Async)
             || matches!(kind, TrackKind::Overflow { of, .. } if defs.track(defs.root_track(of)).kind == TrackKind::Async);
         if is_async {
             let id = async_id(defs, s.track);
             self.begin();
-            self.head("b", Some(&name), cat.as_deref(), ids, s.ts);
+            self.head("b", Some(name), cat, ids, s.ts);
             self.buf.extend_from_slice(&id);
             if let Some(t) = s.thread_ts {
                 self.buf.extend_from_slice(b",\"tts\":");
                 push_micros(&mut self.buf, t);
             }
-            self.tail(defs, &s.args, s.stack, s.color);
+            self.tail(defs, diag, &s.args, s.stack, s.color);
             if let Some(dur) = s.dur {
                 self.begin();
-                self.head("e", Some(&name), cat.as_deref(), ids, s.ts + dur);
+                self.head("e", Some(name), cat, ids, s.ts + dur);
                 self.buf.extend_from_slice(&id);
                 if let (Some(t), Some(td)) = (s.thread_ts, s.thread_dur) {
                     self.buf.extend_from_slice(b",\"tts\":");
@@ -422,12 +430,12 @@ impl Exporter {
         self.begin();
         match s.dur {
             Some(dur) => {
-                self.head("X", Some(&name), cat.as_deref(), ids, s.ts);
+                self.head("X", Some(name), cat, ids, s.ts);
                 self.buf.extend_from_slice(b",\"dur\":");
                 push_micros(&mut self.buf, dur);
             }
             // An open slice stays a B without E, as viewers show "did not end".
-            None => self.head("B", Some(&name), cat.as_deref(), ids, s.ts),
+            None => self.head("B", Some(name), cat, ids, s.ts),
         }
         if let Some(t) = s.thread_ts {
             self.buf.extend_from_slice(b",\"tts\":");
@@ -437,38 +445,38 @@ impl Exporter {
             self.buf.extend_from_slice(b",\"tdur\":");
             push_micros(&mut self.buf, td);
         }
-        self.tail(defs, &s.args, s.stack, s.color);
+        self.tail(defs, diag, &s.args, s.stack, s.color);
     }
 
-    fn instant(&mut self, defs: &mut Defs, i: &Instant) {
+    fn instant(&mut self, defs: &Defs, diag: &mut Diagnostics, i: &Instant) {
         let kind = defs.track(i.track).kind;
         let ids = self.ids_of(defs, i.track);
-        let name = defs.str(i.name).to_owned();
-        let cat = i.cat.map(|c| defs.str(c).to_owned());
+        let name = defs.str(i.name);
+        let cat = defs.opt_str(i.cat);
         self.begin();
         match kind {
             TrackKind::Async => {
-                self.head("n", Some(&name), cat.as_deref(), ids, i.ts);
+                self.head("n", Some(name), cat, ids, i.ts);
                 let id = async_id(defs, i.track);
                 self.buf.extend_from_slice(&id);
             }
             TrackKind::Process => {
-                self.head("i", Some(&name), cat.as_deref(), ids, i.ts);
+                self.head("i", Some(name), cat, ids, i.ts);
                 self.buf.extend_from_slice(b",\"s\":\"p\"");
             }
             TrackKind::Global => {
-                self.head("i", Some(&name), cat.as_deref(), ids, i.ts);
+                self.head("i", Some(name), cat, ids, i.ts);
                 self.buf.extend_from_slice(b",\"s\":\"g\"");
             }
             _ => {
-                self.head("i", Some(&name), cat.as_deref(), ids, i.ts);
+                self.head("i", Some(name), cat, ids, i.ts);
                 self.buf.extend_from_slice(b",\"s\":\"t\"");
             }
         }
-        self.tail(defs, &i.args, i.stack, i.color);
+        self.tail(defs, diag, &i.args, i.stack, i.color);
     }
 
-    fn flush_counter(&mut self, defs: &mut Defs) {
+    fn flush_counter(&mut self, defs: &Defs, diag: &mut Diagnostics) {
         let Some(c) = self.counter.take() else {
             return;
         };
@@ -478,11 +486,10 @@ impl Exporter {
             None => self.global_pid(defs),
         };
         self.begin();
-        let cat_s = cat.map(|x| defs.str(x).to_owned());
         self.head(
             "C",
             Some(defs.str(name)),
-            cat_s.as_deref(),
+            defs.opt_str(cat),
             (pid, pid),
             c.ts,
         );
@@ -505,8 +512,7 @@ impl Exporter {
                     .buf
                     .extend_from_slice(ryu::Buffer::new().format_finite(f).as_bytes()),
                 Num::Float(_) => {
-                    defs.diag
-                        .record(&d::EXPORT_NON_FINITE, Location::Event(self.events));
+                    diag.record(&d::EXPORT_NON_FINITE, Location::Event(self.events));
                     self.buf.extend_from_slice(b"null");
                 }
             }
@@ -514,7 +520,14 @@ impl Exporter {
         self.buf.extend_from_slice(b"}}");
     }
 
-    fn counter(&mut self, defs: &mut Defs, counter: CounterId, ts: i64, value: Num) {
+    fn counter(
+        &mut self,
+        defs: &Defs,
+        diag: &mut Diagnostics,
+        counter: CounterId,
+        ts: i64,
+        value: Num,
+    ) {
         let def = defs.counter(counter);
         let key = (def.process, def.name, def.label, def.cat);
         let series = def.series;
@@ -525,7 +538,7 @@ impl Exporter {
                 return;
             }
         }
-        self.flush_counter(defs);
+        self.flush_counter(defs, diag);
         self.counter = Some(PendingCounter {
             key,
             ts,
@@ -533,17 +546,15 @@ impl Exporter {
         });
     }
 
-    fn flow(&mut self, defs: &mut Defs, f: &FlowPoint) {
+    fn flow(&mut self, defs: &Defs, f: &FlowPoint) {
         let ids = self.ids_of(defs, f.track);
         let ph = match f.role {
             FlowRole::Start => "s",
             FlowRole::Step => "t",
             FlowRole::End => "f",
         };
-        let name = f.name.map(|n| defs.str(n).to_owned());
-        let cat = f.cat.map(|c| defs.str(c).to_owned());
         self.begin();
-        self.head(ph, name.as_deref(), cat.as_deref(), ids, f.ts);
+        self.head(ph, defs.opt_str(f.name), defs.opt_str(f.cat), ids, f.ts);
         self.buf.extend_from_slice(b",\"id\":");
         self.buf
             .extend_from_slice(itoa::Buffer::new().format(f.id.0).as_bytes());
@@ -553,7 +564,7 @@ impl Exporter {
         self.buf.push(b'}');
     }
 
-    fn sample(&mut self, defs: &mut Defs, s: &Sample) -> Result<()> {
+    fn sample(&mut self, defs: &Defs, diag: &mut Diagnostics, s: &Sample) -> Result<()> {
         let ids = self.ids_of(defs, s.track);
         if self.samples.is_none() {
             self.samples = Some(BufWriter::new(tempfile::tempfile()?));
@@ -571,8 +582,7 @@ impl Exporter {
         match s.ts {
             Some(ts) => push_micros(&mut b, ts),
             None => {
-                defs.diag
-                    .record(&d::EXPORT_UNTIMED_SAMPLE, Location::Nowhere);
+                diag.record(&d::EXPORT_UNTIMED_SAMPLE, Location::Nowhere);
                 b.push(b'0');
             }
         }
@@ -598,7 +608,7 @@ impl Exporter {
     }
 
     /// Names, sort indexes and other metadata of every process, thread and track.
-    fn write_names(&mut self, defs: &mut Defs) -> Result<()> {
+    fn write_names(&mut self, defs: &Defs) -> Result<()> {
         for i in 0..defs.processes.len() {
             let p = ProcessId(i as u32);
             let proc = defs.process(p);
@@ -906,7 +916,7 @@ fn write_value(out: &mut Vec<u8>, defs: &Defs, v: &Value) -> bool {
     true
 }
 
-fn write_args(out: &mut Vec<u8>, defs: &mut Defs, args: &Args) {
+fn write_args(out: &mut Vec<u8>, defs: &Defs, diag: &mut Diagnostics, args: &Args) {
     out.push(b'{');
     let mut bad = 0;
     for (i, a) in args.iter().enumerate() {
@@ -921,27 +931,27 @@ fn write_args(out: &mut Vec<u8>, defs: &mut Defs, args: &Args) {
     }
     out.push(b'}');
     for _ in 0..bad {
-        defs.diag.record(&d::EXPORT_NON_FINITE, Location::Nowhere);
+        diag.record(&d::EXPORT_NON_FINITE, Location::Nowhere);
     }
 }
 
 impl Sink for Exporter {
-    fn event(&mut self, defs: &mut Defs, event: Event) -> Result<()> {
+    fn event(&mut self, defs: &Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
         if !matches!(event, Event::Counter(_)) && self.counter.is_some() {
-            self.flush_counter(defs);
+            self.flush_counter(defs, diag);
         }
         match &event {
-            Event::Slice(s) => self.slice(defs, s),
-            Event::Instant(i) => self.instant(defs, i),
-            Event::Counter(c) => self.counter(defs, c.counter, c.ts, c.value),
+            Event::Slice(s) => self.slice(defs, diag, s),
+            Event::Instant(i) => self.instant(defs, diag, i),
+            Event::Counter(c) => self.counter(defs, diag, c.counter, c.ts, c.value),
             Event::Flow(f) => self.flow(defs, f),
-            Event::Sample(s) => self.sample(defs, s)?,
+            Event::Sample(s) => self.sample(defs, diag, s)?,
         }
         self.flush_buf()
     }
 
-    fn finish(&mut self, defs: &mut Defs) -> Result<()> {
-        self.flush_counter(defs);
+    fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
+        self.flush_counter(defs, diag);
         self.write_names(defs)?;
         let mut out = self.out.take().expect("finish once");
         out.write_all(&self.buf)?;

@@ -1,16 +1,6 @@
 //! Diagnostics of the CUPTI importer. Listed in `docs/formats/cupti.md`.
 
-use tracex_ir::{DiagKind, Severity};
-
-macro_rules! kinds {
-    ($($id:ident = $name:literal, $sev:ident, $help:literal;)*) => {
-        $(pub static $id: DiagKind = DiagKind { name: $name, severity: Severity::$sev, help: $help };)*
-        /// Every diagnostic this crate can raise.
-        pub static DIAGNOSTICS: &[&DiagKind] = &[$(&$id),*];
-    };
-}
-
-kinds! {
+tracex_ir::kinds! {
     LOG_LINE = "cupti_log_line", Info,
         "a line of the injection library's log (`Calling CUPTI API: ...`, `Enabling CUPTI_ACTIVITY_KIND_...`) between the records was skipped";
     BLANK_LINE = "cupti_blank_line", Info,

@@ -1,16 +1,6 @@
 //! Diagnostics of the folded importer and exporter. Listed in `docs/formats/folded.md`.
 
-use tracex_ir::{DiagKind, Severity};
-
-macro_rules! kinds {
-    ($($id:ident = $name:literal, $sev:ident, $help:literal;)*) => {
-        $(pub static $id: DiagKind = DiagKind { name: $name, severity: Severity::$sev, help: $help };)*
-        /// Every diagnostic this crate can raise.
-        pub static DIAGNOSTICS: &[&DiagKind] = &[$(&$id),*];
-    };
-}
-
-kinds! {
+tracex_ir::kinds! {
     BLANK_LINE = "folded_blank_line", Info,
         "a blank line was skipped";
     COMMENT_LINE = "folded_comment_line", Info,

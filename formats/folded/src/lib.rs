@@ -1,6 +1,6 @@
 //! Folded stacks (`frame;frame;leaf COUNT`, the input of flame-graph tools) to and from the
-//! tracex IR. Same shape as every tracex format crate: [`sniff`], [`import`], [`export`], and the
-//! options in [`options`].
+//! tracex IR. Same shape as every tracex format crate: the descriptor [`FORMAT`], [`sniff`],
+//! [`import()`], [`Exporter`], the options in [`options`] and the diagnostics in [`diag`].
 //!
 //! Reads plain folded files and the *extended* folded lines of the eBPF uprobe profiler
 //! (`timestamp_ns comm pid tid cpu frame;frame;...`). Writes folded stacks from samples, from
@@ -10,23 +10,17 @@
 //! Formats, options, matching and what is lost: `docs/formats/folded.md`.
 
 pub mod diag;
+mod differential;
 pub mod export;
+mod format;
 pub mod import;
 pub mod options;
 pub mod sniff;
 
 pub use diag::DIAGNOSTICS;
+pub use differential::{DIFF_AFTER, DIFF_BEFORE};
 pub use export::Exporter;
+pub use format::{FORMAT, NAME};
 pub use import::import;
 pub use options::{ExportOptions, ImportOptions};
 pub use sniff::sniff;
-
-/// Format name in the registry.
-pub const NAME: &str = "folded";
-/// File name endings that suggest this format (hints only; content decides).
-pub const EXTENSIONS: &[&str] = &[".folded", ".collapsed"];
-
-/// `Sample::name` of the first count column of a differential (two-count) folded file.
-pub const DIFF_BEFORE: &str = "folded:before";
-/// `Sample::name` of the second count column of a differential folded file.
-pub const DIFF_AFTER: &str = "folded:after";

@@ -81,7 +81,7 @@ impl Importer<'_> {
                 let name = match self.metric_names.0.get(&(ty, metric)) {
                     Some(n) => defs.intern(n),
                     None => {
-                        defs.diag.record(
+                        self.diag.record(
                             &crate::diag::UNKNOWN_METRIC,
                             Location::Row {
                                 table: table.to_string(),

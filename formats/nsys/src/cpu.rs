@@ -394,7 +394,7 @@ pub fn cuda_api_plan(setup: &mut Setup, imp: &mut Importer) -> Result<bool> {
     };
     if backtrace_rows > 0 {
         record_rows(
-            setup.defs,
+            setup.diag,
             &crate::diag::BACKTRACE_ROW,
             &t.name,
             backtraces,

@@ -1,16 +1,6 @@
 //! Diagnostics of the nsys importer. Listed in `docs/formats/nsys.md`.
 
-use tracex_ir::{DiagKind, Severity};
-
-macro_rules! kinds {
-    ($($id:ident = $name:literal, $sev:ident, $help:literal;)*) => {
-        $(pub static $id: DiagKind = DiagKind { name: $name, severity: Severity::$sev, help: $help };)*
-        /// Every diagnostic this crate can raise.
-        pub static DIAGNOSTICS: &[&DiagKind] = &[$(&$id),*];
-    };
-}
-
-kinds! {
+tracex_ir::kinds! {
     BAD_VALUE = "nsys_bad_value", Error,
         "a row holds a value of the wrong type in a column tracex needs (text where a timestamp or id belongs); the row was skipped";
     MISSING_ID = "nsys_missing_global_id", Error,

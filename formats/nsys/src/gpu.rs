@@ -176,11 +176,11 @@ pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
 
 /// CUDA event completions: instants where nsys collected a timestamp (2025.5+, non-zero).
 fn cuda_event_plan(setup: &mut Setup, t: &crate::db::Table) -> Result<()> {
-    let (conn, defs) = (setup.conn, &mut *setup.defs);
+    let (conn, diag) = (setup.conn, &mut *setup.diag);
     if !t.has("timestamp") {
         let all = rows_where(conn, t, "1")?;
         record_rows(
-            defs,
+            diag,
             &crate::diag::CUDA_EVENT_WITHOUT_TIME,
             &t.name,
             all,
@@ -191,14 +191,14 @@ fn cuda_event_plan(setup: &mut Setup, t: &crate::db::Table) -> Result<()> {
     let ts = t.col("timestamp");
     let untimed = rows_where(conn, t, &format!("{ts} IS NULL OR {ts} = 0"))?;
     record_rows(
-        defs,
+        diag,
         &crate::diag::CUDA_EVENT_WITHOUT_TIME,
         &t.name,
         untimed,
         None,
     );
     let timed = crate::plan::row_count(conn, t)? - untimed.0;
-    if timed == 0 || !usable(t, &["deviceId", "streamId", "globalPid"], defs, conn)? {
+    if timed == 0 || !usable(t, &["deviceId", "streamId", "globalPid"], diag, conn)? {
         return Ok(());
     }
     let select = format!(

@@ -31,11 +31,11 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
             "an SQLite database, but not an Nsight Systems export (it lacks the StringIds table or any nsys event table)",
         ));
     }
-    meta::load(&conn, &schema, ctx.defs);
+    meta::load(&conn, &schema, ctx.defs, ctx.diag);
     let strings = Strings::load(&conn, &schema)?;
     let enums = Enums::load(&conn, &schema);
     let mut ids = Identity::load(&conn, &schema);
-    let nvtx_defs = nvtx::load_defs(&conn, &schema, &mut ids, &strings, ctx.defs)?;
+    let nvtx_defs = nvtx::load_defs(&conn, &schema, &mut ids, &strings, ctx.diag)?;
     let callchains = Callchains::new(&conn, &schema);
     let mut imp = Importer::new(
         opts.clone(),
@@ -51,6 +51,7 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
         conn: &conn,
         schema: &schema,
         defs: ctx.defs,
+        diag: ctx.diag,
         streams: Vec::new(),
     };
     let api = cpu::cuda_api_plan(&mut setup, &mut imp)?;
@@ -91,9 +92,13 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
         ));
     }
     let Importer {
-        mut ids, strings, ..
+        mut ids,
+        strings,
+        diag,
+        ..
     } = imp;
+    ctx.diag.merge(&diag);
     ids.finish(ctx.defs, &strings);
-    tables::account(&conn, &schema, ctx.defs)?;
+    tables::account(&conn, &schema, ctx.diag)?;
     Ok(())
 }

@@ -11,8 +11,8 @@ use rustc_hash::FxHashMap;
 use tracex_ir::diag::kinds as ir_kinds;
 use tracex_ir::order::OrderKey;
 use tracex_ir::{
-    Arg, Args, CounterId, Defs, DiagKind, Error, Event, FlowId, ImportCtx, Instant, Location,
-    Slice, StrId, TrackId, Value,
+    Arg, Args, CounterId, Defs, DiagKind, Diagnostics, Error, Event, FlowId, ImportCtx, Instant,
+    Location, Slice, StrId, TrackId, Value,
 };
 
 use crate::db::{BadValue, Cols};
@@ -173,6 +173,8 @@ pub struct Importer<'c> {
     pub metric_names: crate::counters::MetricNames,
     /// Memcpy slice names by copy kind.
     pub memcpy_names: FxHashMap<i64, StrId>,
+    /// What decoding rows counted; `import` adds it to the context's diagnostics at the end.
+    pub diag: Diagnostics,
 }
 
 impl<'c> Importer<'c> {
@@ -207,6 +209,7 @@ impl<'c> Importer<'c> {
             api_names: FxHashMap::default(),
             metric_names: Default::default(),
             memcpy_names: FxHashMap::default(),
+            diag: Diagnostics::default(),
         }
     }
 
@@ -228,7 +231,7 @@ impl<'c> Importer<'c> {
         match self.strings.intern(defs, id) {
             Some(s) => s,
             None => {
-                defs.diag.record(&d::UNKNOWN_STRING, at());
+                self.diag.record(&d::UNKNOWN_STRING, at());
                 defs.intern(&format!("[string {id}]"))
             }
         }
@@ -300,7 +303,7 @@ impl<'c> Importer<'c> {
                     return None;
                 }
                 if self.pending.contains_key(&(src, grow)) {
-                    defs.diag
+                    self.diag
                         .record(&d::DUPLICATE_CORRELATION, crate::gpu::location(src, grow));
                     return None;
                 }
@@ -353,7 +356,7 @@ impl<'c> Importer<'c> {
                         });
                         self.defer(end);
                     }
-                    None => defs
+                    None => self
                         .diag
                         .record(&d::LAUNCH_NOT_FOUND, crate::gpu::location(src, rowid)),
                 }
@@ -394,17 +397,14 @@ impl<'c> Importer<'c> {
     }
 
     /// Counts a skipped row.
-    pub fn record_skip(defs: &mut Defs, table: &str, rowid: i64, why: &Skip) {
+    pub fn record_skip(diag: &mut Diagnostics, table: &str, rowid: i64, why: &Skip) {
         let at = Location::Row {
             table: table.to_string(),
             rowid,
         };
         match why {
-            Skip::Bad(b) => defs.diag.record_detail(&d::BAD_VALUE, at, b.describe()),
-            Skip::NoId(col) => {
-                defs.diag
-                    .record_detail(&d::MISSING_ID, at, format!("{col} is NULL"))
-            }
+            Skip::Bad(b) => diag.record_detail(&d::BAD_VALUE, at, b.describe()),
+            Skip::NoId(col) => diag.record_detail(&d::MISSING_ID, at, format!("{col} is NULL")),
             Skip::Fatal(_) => {}
         }
     }
@@ -422,13 +422,13 @@ impl<'c> Importer<'c> {
         let end = match end {
             Some(e) => e,
             None => {
-                defs.diag.record(&ir_kinds::OPEN_SLICE, at());
+                self.diag.record(&ir_kinds::OPEN_SLICE, at());
                 return None;
             }
         };
         let dur = end.saturating_sub(start);
         if dur < 0 {
-            defs.diag.record(&ir_kinds::SLICE_NEGATIVE_DURATION, at());
+            self.diag.record(&ir_kinds::SLICE_NEGATIVE_DURATION, at());
             self.arg(defs, args, "tracex_original_dur_ns", Value::Int(dur));
             return Some(0);
         }
@@ -508,13 +508,13 @@ impl Parts {
 
 /// Records `kind` for `n` rows of `table`, the first of which is `first`.
 pub fn record_rows(
-    defs: &mut Defs,
+    diag: &mut Diagnostics,
     kind: &'static DiagKind,
     table: &str,
     (n, first): (u64, i64),
     detail: Option<String>,
 ) {
-    defs.diag.record_n(
+    diag.record_n(
         kind,
         n,
         Location::Row {

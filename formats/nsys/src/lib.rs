@@ -1,6 +1,6 @@
 //! Nsight Systems SQLite exports (`nsys export --type sqlite`, nsys 2021 to 2026) to the tracex
-//! IR. Same shape as every tracex format crate: [`sniff`], [`import`], the options in
-//! [`options`], the diagnostics in [`DIAGNOSTICS`].
+//! IR. Same shape as every tracex format crate: the descriptor [`FORMAT`], [`sniff`],
+//! [`import()`], the options in [`options`] and the diagnostics in [`diag`].
 //!
 //! The file is opened read-only and never changed; events are pushed in the IR's total order
 //! (`EventOrder::Sorted`), with memory bounded by definitions and in-flight launches, not by rows.
@@ -12,6 +12,7 @@ mod db;
 pub mod diag;
 mod enums;
 mod flows;
+mod format;
 mod gpu;
 mod identity;
 mod import;
@@ -31,11 +32,7 @@ mod strings;
 mod tables;
 
 pub use diag::DIAGNOSTICS;
+pub use format::{FORMAT, NAME};
 pub use import::import;
 pub use options::{Activities, Activity, ColorScheme, ImportOptions};
 pub use sniff::sniff;
-
-/// Format name in the registry.
-pub const NAME: &str = "nsys";
-/// File name endings that suggest this format (hints only; content decides).
-pub const EXTENSIONS: &[&str] = &[".sqlite", ".sqlite3", ".db"];

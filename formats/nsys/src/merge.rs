@@ -195,7 +195,7 @@ fn next_head(
             }
             Ok(None) => {}
             Err(Skip::Fatal(e)) => return Err(e),
-            Err(skip) => Importer::record_skip(ctx.defs, &def.table, rid, &skip),
+            Err(skip) => Importer::record_skip(ctx.diag, &def.table, rid, &skip),
         }
     }
     Ok(None)

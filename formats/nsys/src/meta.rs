@@ -3,7 +3,7 @@
 
 use rusqlite::Connection;
 use serde_json::{Map, Value as Json};
-use tracex_ir::{Defs, Location, Value};
+use tracex_ir::{Defs, Diagnostics, Location, Value};
 
 use crate::db::{pairs, Schema};
 
@@ -19,7 +19,7 @@ const SYSTEM_KEYS: &[&str] = &[
     "CudaDriverVersion",
 ];
 
-pub fn load(conn: &Connection, schema: &Schema, defs: &mut Defs) {
+pub fn load(conn: &Connection, schema: &Schema, defs: &mut Defs, diag: &mut Diagnostics) {
     let mut export = Map::new();
     for table in ["META_DATA_EXPORT", "EXPORT_META_DATA"] {
         if let Some(t) = schema.table(table) {
@@ -39,8 +39,7 @@ pub fn load(conn: &Connection, schema: &Schema, defs: &mut Defs) {
         .filter_map(|k| export.get(*k).and_then(Json::as_str))
         .any(|v| v.trim() != "0" && !v.trim().is_empty());
     if normalized || shifted {
-        defs.diag
-            .record(&crate::diag::TIME_NORMALIZED, Location::Nowhere);
+        diag.record(&crate::diag::TIME_NORMALIZED, Location::Nowhere);
     }
     if !export.is_empty() {
         defs.set_meta(

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 
 use crate::db::Row;
 use rustc_hash::FxHashMap;
-use tracex_ir::{Args, Defs, Location, Result, StrId, Value};
+use tracex_ir::{Args, Defs, Diagnostics, Location, Result, StrId, Value};
 
 use crate::db::{rowid, sqlite_error, Cols, Schema, Table};
 use crate::identity::GlobalId;
@@ -70,7 +70,7 @@ pub fn load_defs(
     schema: &Schema,
     ids: &mut crate::identity::Identity,
     strings: &crate::strings::Strings,
-    defs: &mut Defs,
+    diag: &mut Diagnostics,
 ) -> Result<NvtxDefs> {
     let mut nv = NvtxDefs::default();
     let Some(t) = schema.table("NVTX_EVENTS") else {
@@ -125,7 +125,7 @@ pub fn load_defs(
     let ty = t.col("eventType");
     let defined = rows_where(conn, &t, &format!("{ty} IN ({DEFINITIONS})"))?;
     record_rows(
-        defs,
+        diag,
         &crate::diag::NVTX_DEFINITION_ROW,
         &t.name,
         defined,
@@ -133,7 +133,7 @@ pub fn load_defs(
     );
     let unknown = rows_where(conn, &t, &format!("{ty} IS NULL OR {ty} NOT IN ({KNOWN})"))?;
     record_rows(
-        defs,
+        diag,
         &crate::diag::NVTX_UNKNOWN_TYPE,
         &t.name,
         unknown,

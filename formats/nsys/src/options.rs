@@ -56,7 +56,18 @@ impl Activity {
         Activity::Diagnostics,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// Every activity's name, in the order of [`Activity::ALL`].
+    pub const NAMES: [&'static str; 22] = {
+        let mut names = [""; 22];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Activity::ALL[i].name();
+            i += 1;
+        }
+        names
+    };
+
+    pub const fn name(self) -> &'static str {
         match self {
             Activity::Kernel => "kernel",
             Activity::Memcpy => "memcpy",
@@ -152,6 +163,37 @@ impl Activities {
             return Err("the activity list is empty".into());
         }
         Ok(set)
+    }
+
+    /// The tables to read for the `--activity` words every format understands (and nsys's
+    /// own table words): `None` when the words name nothing. Words of the generic filter
+    /// stand for groups of tables.
+    pub fn from_words(words: &[String]) -> Result<Option<Activities>, String> {
+        let mut list = Vec::new();
+        for w in words {
+            let (minus, word) = match w.strip_prefix('-') {
+                Some(rest) => ("-", rest),
+                None => ("", w.as_str()),
+            };
+            let group: &[&str] = match word {
+                "counters" => &["metrics", "memory"],
+                "library" => &["cublas", "cudnn", "openacc", "openmp", "ucx"],
+                "instants" => &["sched", "cuda-event", "diagnostics"],
+                "other" => &["overhead", "graph"],
+                // flows come with the calls and the GPU work they link
+                "flows" => &[],
+                _ => &[],
+            };
+            let tables: Vec<&str> = match group {
+                [] if word != "flows" => vec![word],
+                g => g.to_vec(),
+            };
+            list.extend(tables.iter().map(|t| format!("{minus}{t}")));
+        }
+        if list.is_empty() {
+            return Ok(None);
+        }
+        Activities::parse(&list.join(",")).map(Some)
     }
 }
 
@@ -300,6 +342,22 @@ mod tests {
                 && !c.contains(Activity::Sched)
         );
         assert!(Activities::parse("-kernel,-all").is_err());
+    }
+
+    #[test]
+    fn generic_activity_words_name_tables() {
+        let w = |v: &[&str]| {
+            Activities::from_words(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(w(&[]).unwrap(), None);
+        assert_eq!(w(&["flows"]).unwrap(), None);
+        let c = w(&["counters"]).unwrap().unwrap();
+        assert!(c.contains(Activity::Metrics) && c.contains(Activity::Memory));
+        assert!(!c.contains(Activity::Kernel));
+        let no_instants = w(&["-instants"]).unwrap().unwrap();
+        assert!(!no_instants.contains(Activity::Sched) && no_instants.contains(Activity::Kernel));
+        assert!(w(&["kernels"]).is_err());
+        assert_eq!(Activity::NAMES[4], "cuda-api");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use tracex_ir::{Location, Result};
 use crate::db::{sqlite_error, Schema, Table};
 use crate::options::{Activities, Activity};
 use crate::spool::Spool;
-use tracex_ir::Defs;
+use tracex_ir::{Defs, Diagnostics};
 
 /// How the rows of a stream become events.
 #[derive(Clone, Debug)]
@@ -245,14 +245,19 @@ pub fn is_time_ordered(
 }
 
 /// Whether `t` has the columns tracex needs; counts the rows of an unusable table.
-pub fn usable(t: &Table, needed: &[&str], defs: &mut Defs, conn: &Connection) -> Result<bool> {
+pub fn usable(
+    t: &Table,
+    needed: &[&str],
+    diag: &mut Diagnostics,
+    conn: &Connection,
+) -> Result<bool> {
     let missing = t.missing(needed);
     if missing.is_empty() {
         return Ok(true);
     }
     let (n, first) = rows_where(conn, t, "1")?;
     crate::importer::record_rows(
-        defs,
+        diag,
         &crate::diag::TABLE_UNUSABLE,
         &t.name,
         (n.max(1), first),
@@ -266,6 +271,7 @@ pub struct Setup<'a> {
     pub conn: &'a Connection,
     pub schema: &'a Schema,
     pub defs: &'a mut Defs,
+    pub diag: &'a mut Diagnostics,
     pub streams: Vec<StreamDef>,
 }
 
@@ -284,7 +290,7 @@ impl Setup<'_> {
         let Some(t) = self.schema.table(name) else {
             return Ok(None);
         };
-        Ok(usable(&t, needed, self.defs, self.conn)?.then_some(t))
+        Ok(usable(&t, needed, self.diag, self.conn)?.then_some(t))
     }
 }
 

@@ -19,7 +19,7 @@ pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
     if t.has("threadState") || t.has("cpuCycles") {
         let all = rows_where(setup.conn, &t, "1")?;
         record_rows(
-            setup.defs,
+            setup.diag,
             &crate::diag::SAMPLE_FIELDS_DROPPED,
             &t.name,
             all,

@@ -2,7 +2,7 @@
 //! table, so that nothing is left out silently.
 
 use rusqlite::Connection;
-use tracex_ir::{Defs, Location, Result};
+use tracex_ir::{Diagnostics, Location, Result};
 
 use crate::db::Schema;
 
@@ -61,7 +61,7 @@ fn read_by_tracex(schema: &Schema, actual: &str) -> bool {
 }
 
 /// Counts the rows of the tables tracex does not read (one diagnostic, the tables in its detail).
-pub fn account(conn: &Connection, schema: &Schema, defs: &mut Defs) -> Result<()> {
+pub fn account(conn: &Connection, schema: &Schema, diag: &mut Diagnostics) -> Result<()> {
     let mut skipped: Vec<(String, u64)> = Vec::new();
     let mut names: Vec<&str> = schema.names().collect();
     names.sort_unstable();
@@ -88,8 +88,7 @@ pub fn account(conn: &Connection, schema: &Schema, defs: &mut Defs) -> Result<()
             table: skipped[0].0.clone(),
             rowid: 0,
         };
-        defs.diag
-            .record_n(&crate::diag::TABLE_NOT_IMPORTED, total, first, Some(detail));
+        diag.record_n(&crate::diag::TABLE_NOT_IMPORTED, total, first, Some(detail));
     }
     Ok(())
 }

@@ -1,16 +1,6 @@
 //! Diagnostics of the OTF2 importer and exporter. Listed in `docs/formats/otf2.md`.
 
-use tracex_ir::{DiagKind, Severity};
-
-macro_rules! kinds {
-    ($($id:ident = $name:literal, $sev:ident, $help:literal;)*) => {
-        $(pub static $id: DiagKind = DiagKind { name: $name, severity: Severity::$sev, help: $help };)*
-        /// Every diagnostic this crate can raise.
-        pub static DIAGNOSTICS: &[&DiagKind] = &[$(&$id),*];
-    };
-}
-
-kinds! {
+tracex_ir::kinds! {
     EXPORT_UNTIMED_SAMPLE = "otf2_untimed_sample_dropped", Warning,
         "a stack sample without a time (folded-stack input) cannot be placed on an OTF2 timeline; it was not written";
     EXPORT_NUL_REPLACED = "otf2_nul_in_string", Warning,

@@ -348,6 +348,65 @@ pub fn apply_trace_json(defs: &mut Defs, text: &str) -> Option<i64> {
     j.get("tick_zero").and_then(J::as_i64)
 }
 
+/// tracex's own per-event fields, stored as attributes described as `tracex:internal`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Internal {
+    /// On the Leave written at the end of the trace for a slice that never ended.
+    Open,
+    Color,
+    ThreadTs,
+    ThreadDur,
+    Stack,
+    Flow,
+    FlowRole,
+    FlowBind,
+    FlowName,
+    FlowCat,
+    Weight,
+    Cpu,
+    SampleName,
+}
+
+impl Internal {
+    pub const ALL: [Internal; 13] = [
+        Internal::Open,
+        Internal::Color,
+        Internal::ThreadTs,
+        Internal::ThreadDur,
+        Internal::Stack,
+        Internal::Flow,
+        Internal::FlowRole,
+        Internal::FlowBind,
+        Internal::FlowName,
+        Internal::FlowCat,
+        Internal::Weight,
+        Internal::Cpu,
+        Internal::SampleName,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Internal::Open => "tracex:open",
+            Internal::Color => "tracex:color",
+            Internal::ThreadTs => "tracex:tts",
+            Internal::ThreadDur => "tracex:tdur",
+            Internal::Stack => "tracex:stack",
+            Internal::Flow => "tracex:flow",
+            Internal::FlowRole => "tracex:flow_role",
+            Internal::FlowBind => "tracex:flow_bind",
+            Internal::FlowName => "tracex:flow_name",
+            Internal::FlowCat => "tracex:flow_cat",
+            Internal::Weight => "tracex:weight",
+            Internal::Cpu => "tracex:cpu",
+            Internal::SampleName => "tracex:sample_name",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Internal> {
+        Internal::ALL.into_iter().find(|i| i.name() == name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,7 +475,7 @@ mod tests {
             matches!(t, TrackIdentity::Thread { tid: Some(12), .. }),
             "{t:?}"
         );
-        let o = d.overflow_track(track, 2);
+        let o = tracex_ir::nest::OverflowTracks::default().get(&mut d, track, 2);
         let (_, t) = track_from_json(&track_json(&d, o.0, d.track(o))).unwrap();
         assert_eq!(
             t,

@@ -1,16 +1,6 @@
 //! Diagnostics of the Perfetto importer and exporter. Listed in `docs/formats/perfetto.md`.
 
-use tracex_ir::{DiagKind, Severity};
-
-macro_rules! kinds {
-    ($($id:ident = $name:literal, $sev:ident, $help:literal;)*) => {
-        $(pub static $id: DiagKind = DiagKind { name: $name, severity: Severity::$sev, help: $help };)*
-        /// Every diagnostic this crate can raise.
-        pub static DIAGNOSTICS: &[&DiagKind] = &[$(&$id),*];
-    };
-}
-
-kinds! {
+tracex_ir::kinds! {
     EXPORT_FLOW_NOT_DRAWN = "perfetto_flow_not_drawn", Warning,
         "a flow point had no slice to attach to (no enclosing slice, or no later slice on its track); Perfetto draws no arrow for it, tracex keeps it in its extension";
     EXPORT_SAMPLE_WITHOUT_THREAD = "perfetto_sample_without_thread", Warning,

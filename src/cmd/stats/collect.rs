@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashMap;
 use tracex_ir::kind::{classify, SliceKind};
-use tracex_ir::{Defs, Event, FlowId, FlowRole, Sink, StrId, TrackId, TrackKind};
+use tracex_ir::{Defs, Diagnostics, Event, FlowId, FlowRole, Sink, StrId, TrackId, TrackKind};
 
 /// What one trace contributes: every duration, grouped.
 #[derive(Default, Debug)]
@@ -107,7 +107,7 @@ impl StatsSink {
 }
 
 impl Sink for StatsSink {
-    fn event(&mut self, defs: &mut Defs, ev: Event) -> tracex_ir::Result<()> {
+    fn event(&mut self, defs: &Defs, _: &mut Diagnostics, ev: Event) -> tracex_ir::Result<()> {
         match ev {
             Event::Slice(s) => {
                 let kind = classify(defs.opt_str(s.cat));
@@ -183,7 +183,7 @@ impl Sink for StatsSink {
         Ok(())
     }
 
-    fn finish(&mut self, defs: &mut Defs) -> tracex_ir::Result<()> {
+    fn finish(&mut self, defs: &Defs, _: &mut Diagnostics) -> tracex_ir::Result<()> {
         // Ranges still open, or whose launches never reached the GPU in the trace, count with
         // what they got.
         self.open_ranges.clear();

@@ -12,10 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context};
-use tracex_ir::Defs;
+use tracex_ir::format::Options;
 
 use crate::cli::CommonArgs;
-use crate::options::Options;
 pub use summary::Stat;
 
 #[derive(clap::Args, Debug)]
@@ -86,14 +85,12 @@ pub struct StatsArgs {
 /// Reads one trace through the standard pipeline into the statistics sink.
 fn read_trace(path: &str, args: &StatsArgs) -> anyhow::Result<collect::TraceStats> {
     let mut sources = super::open_sources(&[path.to_string()], args.from.as_deref())?;
-    let mut defs = Defs::new();
     let mut sink = collect::StatsSink::default();
     super::run(
         &mut sources,
-        &Options::default(),
+        Options::default(),
         &args.common,
         crate::pipeline::Align::Clock,
-        &mut defs,
         &mut sink,
         true,
     )?;

@@ -51,12 +51,11 @@ impl Unit {
     }
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+/// A CSV writer: fields quoted when they hold a comma, a quote, CR or LF; lines end in LF.
+fn csv_writer(out: &mut dyn Write) -> csv::Writer<&mut dyn Write> {
+    csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(out)
 }
 
 /// Prints rows of cells aligned in columns (text) or as a Markdown table.
@@ -148,33 +147,49 @@ pub fn write_per_trace(
             writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         }
         OutFormat::Csv => {
-            writeln!(out, "trace,kind,name,count,total_ns,mean_ns,min_ns,median_ns,p95_ns,max_ns,gpu_count,gpu_total_ns,gpu_mean_ns,gpu_median_ns,gpu_max_ns")?;
+            let mut w = csv_writer(out);
+            w.write_record([
+                "trace",
+                "kind",
+                "name",
+                "count",
+                "total_ns",
+                "mean_ns",
+                "min_ns",
+                "median_ns",
+                "p95_ns",
+                "max_ns",
+                "gpu_count",
+                "gpu_total_ns",
+                "gpu_mean_ns",
+                "gpu_median_ns",
+                "gpu_max_ns",
+            ])?;
             for r in reports {
                 for k in rows {
                     let Some(d) = r.rows.get(k) else { continue };
                     let s = &d.all;
                     let g = d.gpu.as_ref();
-                    writeln!(
-                        out,
-                        "{},{},{},{},{},{:.1},{},{},{},{},{},{},{},{},{}",
-                        csv_field(&r.path),
-                        k.1,
-                        csv_field(&k.0),
-                        s.count,
-                        s.total,
-                        s.mean,
-                        s.min,
-                        s.median,
-                        s.p95,
-                        s.max,
+                    w.write_record([
+                        r.path.clone(),
+                        k.1.to_string(),
+                        k.0.clone(),
+                        s.count.to_string(),
+                        s.total.to_string(),
+                        format!("{:.1}", s.mean),
+                        s.min.to_string(),
+                        s.median.to_string(),
+                        s.p95.to_string(),
+                        s.max.to_string(),
                         g.map_or(String::new(), |g| g.count.to_string()),
                         g.map_or(String::new(), |g| g.total.to_string()),
                         g.map_or(String::new(), |g| format!("{:.1}", g.mean)),
                         g.map_or(String::new(), |g| g.median.to_string()),
                         g.map_or(String::new(), |g| g.max.to_string()),
-                    )?;
+                    ])?;
                 }
             }
+            w.flush()?;
         }
         OutFormat::Table | OutFormat::Markdown => {
             let u = unit.name();
@@ -278,27 +293,32 @@ pub fn write_pivot(
             writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         }
         OutFormat::Csv => {
-            writeln!(
-                out,
-                "kind,name,gpu_time,param,{}_mean,{}_spread,traces",
-                stat.name(),
-                stat.name()
-            )?;
+            let mut w = csv_writer(out);
+            w.write_record([
+                "kind".to_string(),
+                "name".to_string(),
+                "gpu_time".to_string(),
+                "param".to_string(),
+                format!("{}_mean", stat.name()),
+                format!("{}_spread", stat.name()),
+                "traces".to_string(),
+            ])?;
             for (((name, kind), cells), gpu) in p.rows.iter().zip(&p.cells).zip(&p.gpu_rows) {
                 for (v, c) in p.values.iter().zip(cells) {
                     if let Some(c) = c {
-                        writeln!(
-                            out,
-                            "{kind},{},{gpu},{},{},{},{}",
-                            csv_field(name),
-                            csv_field(v),
-                            c.mean,
-                            c.spread,
-                            c.n
-                        )?;
+                        w.write_record([
+                            kind.to_string(),
+                            name.clone(),
+                            gpu.to_string(),
+                            v.clone(),
+                            c.mean.to_string(),
+                            c.spread.to_string(),
+                            c.n.to_string(),
+                        ])?;
                     }
                 }
             }
+            w.flush()?;
         }
         OutFormat::Table | OutFormat::Markdown => {
             let what = if stat.is_time() {

@@ -5,8 +5,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::value::RawValue;
 use tracex_ir::{
-    Defs, Location, NamePriority, Process, ProcessId, ProcessKind, ThreadId, Track, TrackId,
-    TrackKind,
+    Defs, Diagnostics, Location, NamePriority, Process, ProcessId, ProcessKind, ThreadId, Track,
+    TrackId, TrackKind,
 };
 
 use crate::diag as d;
@@ -133,10 +133,16 @@ impl Identities {
         p
     }
 
-    pub fn process(&mut self, defs: &mut Defs, pid: Option<&RawValue>, index: u64) -> ProcessId {
+    pub fn process(
+        &mut self,
+        defs: &mut Defs,
+        diag: &mut Diagnostics,
+        pid: Option<&RawValue>,
+        index: u64,
+    ) -> ProcessId {
         let (key, bad) = IdKey::of(pid);
         if bad {
-            defs.diag.record(&d::BAD_ID, Location::Event(index));
+            diag.record(&d::BAD_ID, Location::Event(index));
         }
         self.process_by_key(defs, key)
     }
@@ -162,6 +168,7 @@ impl Identities {
     pub fn thread_track(
         &mut self,
         defs: &mut Defs,
+        diag: &mut Diagnostics,
         pid: Option<&RawValue>,
         tid: Option<&RawValue>,
         index: u64,
@@ -173,10 +180,10 @@ impl Identities {
                 return *track;
             }
         }
-        let p = self.process(defs, pid, index);
+        let p = self.process(defs, diag, pid, index);
         let (key, bad) = IdKey::of(tid);
         if bad {
-            defs.diag.record(&d::BAD_ID, Location::Event(index));
+            diag.record(&d::BAD_ID, Location::Event(index));
         }
         let track = match self.overrides.get(&(p, key.clone())) {
             Some(&(t, _)) => t,
@@ -221,11 +228,12 @@ impl Identities {
     pub fn meta_target(
         &mut self,
         defs: &mut Defs,
+        diag: &mut Diagnostics,
         pid: Option<&RawValue>,
         tid: Option<&RawValue>,
         index: u64,
     ) -> MetaTarget {
-        let p = self.process(defs, pid, index);
+        let p = self.process(defs, diag, pid, index);
         let (key, _) = IdKey::of(tid);
         match self.overrides.get(&(p, key.clone())) {
             Some(&(t, true)) => MetaTarget::Track(t),
@@ -254,6 +262,7 @@ impl Identities {
     pub fn apply_identity(
         &mut self,
         defs: &mut Defs,
+        diag: &mut Diagnostics,
         pid: Option<&RawValue>,
         tid: Option<&RawValue>,
         args: &str,
@@ -263,7 +272,7 @@ impl Identities {
             return;
         };
         self.cache = None;
-        let p = self.process(defs, pid, index);
+        let p = self.process(defs, diag, pid, index);
         let unnamed = v.get("unnamed").and_then(|u| u.as_bool()) == Some(true);
         let label = v
             .get("label")

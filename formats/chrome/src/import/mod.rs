@@ -56,9 +56,7 @@ pub fn import<R: Read>(reader: R, _opts: &ImportOptions, ctx: &mut ImportCtx) ->
                     Ok(r) => r,
                     Err(e) if bytes.first() != Some(&b'{') => {
                         let _ = e;
-                        ctx.defs
-                            .diag
-                            .record(&d::NOT_AN_OBJECT, Location::Event(index));
+                        ctx.diag.record(&d::NOT_AN_OBJECT, Location::Event(index));
                         continue;
                     }
                     Err(e) => {
@@ -74,7 +72,7 @@ pub fn import<R: Read>(reader: R, _opts: &ImportOptions, ctx: &mut ImportCtx) ->
         }
     }
     let l = &tok.leniency;
-    let diag = &mut ctx.defs.diag;
+    let diag = &mut ctx.diag;
     if let Some(at) = l.unterminated {
         diag.record(&d::UNTERMINATED, Location::Byte(at));
     }
@@ -133,7 +131,7 @@ impl Importer {
     }
 
     fn note(&self, ctx: &mut ImportCtx, kind: &'static DiagKind) {
-        ctx.defs.diag.record(kind, self.loc());
+        ctx.diag.record(kind, self.loc());
     }
 
     /// Parses a time field; records a diagnostic when the text is not a number in range.
@@ -148,10 +146,10 @@ impl Importer {
                 if m.rounded {
                     self.note(ctx, &d::SUB_NS_ROUNDED);
                 }
-                Ok(m.ns)
+                Ok(m.value)
             }
             None => {
-                ctx.defs.diag.record_detail(
+                ctx.diag.record_detail(
                     &d::BAD_TS,
                     self.loc(),
                     format!("not a time: {}", raw.get()),
@@ -176,7 +174,7 @@ impl Importer {
         }
         if e.unknown > 0 {
             let detail = e.first_unknown.clone().unwrap_or_default();
-            ctx.defs.diag.record_n(
+            ctx.diag.record_n(
                 &d::UNKNOWN_FIELD,
                 e.unknown as u64,
                 self.loc(),
@@ -294,8 +292,7 @@ impl Importer {
                 Ok(())
             }
             _ => {
-                ctx.defs
-                    .diag
+                ctx.diag
                     .record_detail(&d::UNKNOWN_PHASE, self.loc(), format!("ph {ph:?}"));
                 Ok(())
             }
@@ -303,11 +300,12 @@ impl Importer {
     }
 
     fn thread_track(&mut self, ctx: &mut ImportCtx, e: &RawEvent) -> TrackId {
-        self.ids.thread_track(ctx.defs, e.pid, e.tid, self.index)
+        self.ids
+            .thread_track(ctx.defs, ctx.diag, e.pid, e.tid, self.index)
     }
 
     fn process_track(&mut self, ctx: &mut ImportCtx, e: &RawEvent) -> TrackId {
-        let p = self.ids.process(ctx.defs, e.pid, self.index);
+        let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
         *self.process_tracks.entry(p).or_insert_with(|| {
             ctx.defs.add_track(Track {
                 kind: TrackKind::Process,
@@ -321,7 +319,7 @@ impl Importer {
 
     /// The async track of an id, per process and namespace and category (as catapult keys them).
     fn async_track(&mut self, ctx: &mut ImportCtx, e: &RawEvent, ns: u8) -> TrackId {
-        let p = self.ids.process(ctx.defs, e.pid, self.index);
+        let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
         let label = ids::scoped_id(e.scope.as_ref().map(|s| s.as_str()), e.id, e.id2);
         let cat = text(&e.cat).unwrap_or("");
         // Objects are also keyed by name: two kinds of object may share an id space.
@@ -474,7 +472,7 @@ impl Importer {
     }
 
     fn counter(&mut self, ctx: &mut ImportCtx, e: &RawEvent, ts: i64) -> Result<()> {
-        let p = self.ids.process(ctx.defs, e.pid, self.index);
+        let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
         let name = ctx.defs.intern(text(&e.name).unwrap_or(""));
         let label = e.id.map(|id| ctx.defs.intern(&ids::id_text(id)));
         let Some(args) = e.args else {
@@ -577,7 +575,7 @@ impl Importer {
         let name = text(&e.name).unwrap_or("");
         if (name == "Profile" || name == "ProfileChunk") && e.sf.is_none() && e.stack.is_none() {
             let key = (
-                self.ids.process(ctx.defs, e.pid, self.index),
+                self.ids.process(ctx.defs, ctx.diag, e.pid, self.index),
                 e.id.map(ids::id_text).unwrap_or_default(),
             );
             let out = self.profiles.event(ctx.defs, key, track, ts, e.args);
@@ -588,8 +586,7 @@ impl Importer {
                     }
                 }
                 Err(why) => {
-                    ctx.defs
-                        .diag
+                    ctx.diag
                         .record_detail(&d::V8_PROFILE_UNPARSED, self.loc(), why);
                 }
             }
@@ -628,7 +625,7 @@ impl Importer {
         };
         match name {
             "process_name" => {
-                let p = self.ids.process(ctx.defs, e.pid, self.index);
+                let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
                 match str_field("name") {
                     Some(n) if !self.ids.is_unnamed_process(p) => {
                         let n = ctx.defs.intern(&n);
@@ -643,7 +640,10 @@ impl Importer {
                     self.note(ctx, &d::METADATA_WITHOUT_ARGS);
                     return Ok(());
                 };
-                match self.ids.meta_target(ctx.defs, e.pid, e.tid, self.index) {
+                match self
+                    .ids
+                    .meta_target(ctx.defs, ctx.diag, e.pid, e.tid, self.index)
+                {
                     MetaTarget::Thread(t) if !self.ids.is_unnamed_thread(t) => {
                         let n = ctx.defs.intern(&n);
                         ctx.defs.set_thread_name(t, n, NamePriority::Explicit);
@@ -656,7 +656,7 @@ impl Importer {
                 }
             }
             "process_sort_index" => {
-                let p = self.ids.process(ctx.defs, e.pid, self.index);
+                let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
                 match int_field("sort_index") {
                     Some(i) => ctx.defs.process_mut(p).sort_index = Some(i),
                     None => self.note(ctx, &d::METADATA_WITHOUT_ARGS),
@@ -667,7 +667,10 @@ impl Importer {
                     self.note(ctx, &d::METADATA_WITHOUT_ARGS);
                     return Ok(());
                 };
-                match self.ids.meta_target(ctx.defs, e.pid, e.tid, self.index) {
+                match self
+                    .ids
+                    .meta_target(ctx.defs, ctx.diag, e.pid, e.tid, self.index)
+                {
                     MetaTarget::Thread(t) => ctx.defs.thread_mut(t).sort_index = Some(i),
                     MetaTarget::Track(t) => ctx.defs.track_mut(t).sort_index = Some(i),
                     MetaTarget::Ignore => {}
@@ -676,15 +679,16 @@ impl Importer {
             ids::IDENTITY => {
                 let args = e.args.map(|a| a.get()).unwrap_or("{}");
                 self.ids
-                    .apply_identity(ctx.defs, e.pid, e.tid, args, self.index);
+                    .apply_identity(ctx.defs, ctx.diag, e.pid, e.tid, args, self.index);
             }
             _ => {
                 // Any other metadata record is kept whole, on the thread if it names one.
                 let key = ctx.defs.intern(name);
                 let value = Value::Json(e.args.map(|a| a.get()).unwrap_or("{}").into());
                 if e.tid.is_some() {
-                    if let MetaTarget::Thread(t) =
-                        self.ids.meta_target(ctx.defs, e.pid, e.tid, self.index)
+                    if let MetaTarget::Thread(t) = self
+                        .ids
+                        .meta_target(ctx.defs, ctx.diag, e.pid, e.tid, self.index)
                     {
                         ctx.defs
                             .thread_mut(t)
@@ -693,7 +697,7 @@ impl Importer {
                         return Ok(());
                     }
                 }
-                let p = self.ids.process(ctx.defs, e.pid, self.index);
+                let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
                 ctx.defs
                     .process_mut(p)
                     .meta
@@ -736,8 +740,7 @@ impl Importer {
         // Slices begun and never ended stay open.
         for s in self.open.drain() {
             let detail = format!("{:?} at ts {} ns", ctx.defs.str(s.name), s.ts);
-            ctx.defs
-                .diag
+            ctx.diag
                 .record_detail(&ir_kinds::OPEN_SLICE, Location::Nowhere, detail);
             ctx.emit(Event::Slice(s))?;
         }
@@ -745,7 +748,7 @@ impl Importer {
             std::mem::take(&mut self.flows_v1).pair(ctx.defs),
             std::mem::take(&mut self.flows_v2).pair(ctx.defs),
         ] {
-            let diag = &mut ctx.defs.diag;
+            let diag = &mut ctx.diag;
             if let Some(at) = pairer.end_without_start.1.clone() {
                 diag.record_n(
                     &d::FLOW_END_WITHOUT_START,
@@ -770,20 +773,18 @@ impl Importer {
             match s.resolve(ctx.defs, &mut self.ids, &mut self.stacks) {
                 Ok(sample) => {
                     if s.rounded {
-                        ctx.defs
-                            .diag
+                        ctx.diag
                             .record(&d::SAMPLE_WEIGHT_ROUNDED, Location::Nowhere);
                     }
                     ctx.emit(Event::Sample(sample))?;
                 }
                 Err(why) => ctx
-                    .defs
                     .diag
                     .record_detail(&d::BAD_SAMPLE, Location::Nowhere, why),
             }
         }
-        self.stacks.close(ctx.defs);
-        self.profiles.close(ctx.defs);
+        self.stacks.close(ctx.defs, ctx.diag);
+        self.profiles.close(ctx.defs, ctx.diag);
         Ok(())
     }
 }

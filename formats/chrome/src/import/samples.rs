@@ -4,7 +4,7 @@
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tracex_ir::{Defs, Location, ProcessId, Sample, StackId, TrackId};
+use tracex_ir::{Defs, Diagnostics, Location, ProcessId, Sample, StackId, TrackId};
 
 use super::ids::{IdKey, Identities};
 use crate::diag as d;
@@ -86,7 +86,7 @@ impl Stacks {
     }
 
     /// Gives every frame still undefined (referenced, never listed) the name `?`.
-    pub fn close(&mut self, defs: &mut Defs) {
+    pub fn close(&mut self, defs: &mut Defs, diag: &mut Diagnostics) {
         let mut missing: Vec<(&str, StackId)> = self
             .sf
             .iter()
@@ -95,7 +95,7 @@ impl Stacks {
             .collect();
         missing.sort();
         for (key, s) in missing {
-            defs.diag.record_detail(
+            diag.record_detail(
                 &d::BAD_STACK_FRAME,
                 Location::Nowhere,
                 format!("sf {key:?}"),
@@ -174,7 +174,7 @@ pub fn parse_top_samples(text: &str) -> Result<Vec<TopSample>, String> {
                     .ts
                     .as_deref()
                     .and_then(|t| micros_to_ns(t.get()))
-                    .map(|m| m.ns),
+                    .map(|m| m.value),
                 sf: s.sf.as_deref().map(|r| frame_key(r.get())),
                 weight,
                 cpu: s.cpu,
@@ -292,7 +292,7 @@ impl V8Profiles {
             nodes: FxHashMap::default(),
         });
         if let Some(st) = data.start_time.as_deref() {
-            prof.time = micros_to_ns(st.get()).map(|m| m.ns);
+            prof.time = micros_to_ns(st.get()).map(|m| m.value);
         }
         let mut out = Vec::new();
         let Some(cp) = data.cpu_profile else {
@@ -344,13 +344,13 @@ impl V8Profiles {
     }
 
     /// Gives nodes that samples referenced but no chunk defined the name `?`.
-    pub fn close(&mut self, defs: &mut Defs) {
+    pub fn close(&mut self, defs: &mut Defs, diag: &mut Diagnostics) {
         for p in self.profiles.values() {
             let mut ids: Vec<_> = p.nodes.iter().collect();
             ids.sort();
             for (id, &s) in ids {
                 if defs.stacks.node(s).is_none() {
-                    defs.diag.record_detail(
+                    diag.record_detail(
                         &d::BAD_STACK_FRAME,
                         Location::Nowhere,
                         format!("V8 profile node {id}"),

@@ -7,9 +7,11 @@ use std::io::Read;
 
 use rustc_hash::FxHashMap;
 use tracex_ir::kind::cat;
-use tracex_ir::{Defs, Event, ImportCtx, Location, Result, StrId, Value};
+use tracex_ir::{Defs, Diagnostics, Event, ImportCtx, Location, Result, StrId, Value};
 
-use super::{Correlation, Devices, CAT_MEMORY, CAT_OVERHEAD, UNKNOWN_STREAM};
+use super::categories::{CAT_MEMORY, CAT_OVERHEAD};
+use super::correlation::Correlation;
+use super::devices::{Devices, UNKNOWN_STREAM};
 use crate::diag as d;
 
 /// Reads CUPTI Chrome JSON from `reader` into `ctx`.
@@ -17,9 +19,9 @@ pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     let mut state = State::default();
     let mut index = 0u64;
     ctx.filtered(
-        |defs, ev| {
+        |defs, diag, ev| {
             index += 1;
-            state.map(defs, ev, index - 1)
+            state.map(defs, diag, ev, index - 1)
         },
         |inner| tracex_chrome::import(reader, &Default::default(), inner),
     )?;
@@ -108,7 +110,13 @@ impl State {
         })
     }
 
-    fn map(&mut self, defs: &mut Defs, ev: Event, index: u64) -> Result<Option<Event>> {
+    fn map(
+        &mut self,
+        defs: &mut Defs,
+        diag: &mut Diagnostics,
+        ev: Event,
+        index: u64,
+    ) -> Result<Option<Event>> {
         let k = self.keys(defs);
         let at = Location::Event(index);
         match ev {
@@ -141,7 +149,7 @@ impl State {
                         let device = int_arg(&s.args, k.device);
                         let stream = int_arg(&s.args, k.stream);
                         if device.is_none() || stream.is_none() {
-                            defs.diag.record(&d::JSON_NO_STREAM, at.clone());
+                            diag.record(&d::JSON_NO_STREAM, at.clone());
                         }
                         let stream = stream
                             .and_then(|s| u32::try_from(s).ok())

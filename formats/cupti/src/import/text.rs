@@ -12,8 +12,10 @@ use tracex_ir::{
     Slice, TrackId, Value,
 };
 
+use super::categories::{CAT_MEMORY, CAT_OVERHEAD};
+use super::correlation::Correlation;
+use super::devices::{Devices, UNKNOWN_STREAM};
 use super::record::{self, Record};
-use super::{Correlation, Devices, CAT_MEMORY, CAT_OVERHEAD, UNKNOWN_STREAM};
 use crate::diag as d;
 
 /// Reads CUPTI text records from `reader` into `ctx`.
@@ -24,12 +26,12 @@ pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
         let at = Location::Line(no);
         let Ok(line) = std::str::from_utf8(bytes) else {
             imp.flush(ctx)?;
-            ctx.defs.diag.record(&d::NOT_TEXT, at);
+            ctx.diag.record(&d::NOT_TEXT, at);
             continue;
         };
         if line.trim().is_empty() {
             imp.flush(ctx)?;
-            ctx.defs.diag.record(&d::BLANK_LINE, at);
+            ctx.diag.record(&d::BLANK_LINE, at);
             continue;
         }
         if line.starts_with([' ', '\t']) {
@@ -38,7 +40,7 @@ pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
                     p.more.push_str(line);
                     p.more.push(',');
                 }
-                None => ctx.defs.diag.record(&d::ORPHAN_CONTINUATION, at),
+                None => ctx.diag.record(&d::ORPHAN_CONTINUATION, at),
             }
             continue;
         }
@@ -50,7 +52,7 @@ pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
                 more: String::new(),
             });
         } else {
-            ctx.defs.diag.record(&d::LOG_LINE, at);
+            ctx.diag.record(&d::LOG_LINE, at);
         }
     }
     imp.flush(ctx)?;
@@ -108,7 +110,7 @@ impl TextImporter {
         let mut rec = match record::parse(&p.head) {
             Ok(r) => r,
             Err(why) => {
-                ctx.defs.diag.record_detail(&d::BAD_RECORD, at, why);
+                ctx.diag.record_detail(&d::BAD_RECORD, at, why);
                 return Ok(());
             }
         };
@@ -130,7 +132,7 @@ impl TextImporter {
     /// Maps one record; what makes it unusable is counted as `cupti_bad_record`.
     fn map(&mut self, ctx: &mut ImportCtx, rec: &Record, at: Location) -> Result<()> {
         let bad = |ctx: &mut ImportCtx, why: String| {
-            ctx.defs.diag.record_detail(&d::BAD_RECORD, at.clone(), why);
+            ctx.diag.record_detail(&d::BAD_RECORD, at.clone(), why);
             Ok(())
         };
         let (start, end) = match rec.times[..] {
@@ -176,7 +178,7 @@ impl TextImporter {
                         self.devices.stream(ctx.defs, dev as u32, stream)
                     }
                     _ => {
-                        ctx.defs.diag.record(&d::NO_DEVICE, at.clone());
+                        ctx.diag.record(&d::NO_DEVICE, at.clone());
                         self.devices.stream(ctx.defs, 0, UNKNOWN_STREAM)
                     }
                 };
@@ -234,8 +236,7 @@ impl TextImporter {
                 emit(ctx, Event::Slice(s))
             }
             other => {
-                ctx.defs
-                    .diag
+                ctx.diag
                     .record_detail(&d::UNKNOWN_RECORD, at, other.to_string());
                 Ok(())
             }
@@ -258,8 +259,7 @@ impl TextImporter {
         s.cat = Some(ctx.defs.intern(category));
         s.args = Self::args(ctx, rec, skip);
         if end < start {
-            ctx.defs
-                .diag
+            ctx.diag
                 .record(&ir_kinds::SLICE_NEGATIVE_DURATION, Location::Nowhere);
             s.args.push(Arg {
                 key: ctx.defs.intern("tracex_original_dur_ns"),

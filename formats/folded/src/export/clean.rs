@@ -7,6 +7,8 @@
 use rustc_hash::FxHashMap;
 use tracex_ir::{Defs, FrameId, StackId, StrId};
 
+use super::lines::{Name, Tree};
+
 /// The frame every launch variant becomes.
 pub const LAUNCH_FRAME: &str = "cudaLaunchKernel";
 
@@ -14,10 +16,10 @@ pub const LAUNCH_FRAME: &str = "cudaLaunchKernel";
 enum Rule {
     Drop,
     Launch,
-    Keep(StrId),
+    Keep(Name),
 }
 
-fn rule(defs: &mut Defs, name: StrId) -> Rule {
+fn rule(defs: &Defs, tree: &mut Tree, name: StrId) -> Rule {
     let text = defs.str(name);
     let t = text.trim();
     if t.is_empty() || matches!(t, "_start" | "__libc_start_main" | "<no-symbol>") {
@@ -25,17 +27,16 @@ fn rule(defs: &mut Defs, name: StrId) -> Rule {
     } else if t.contains(LAUNCH_FRAME) || t.contains("__device_stub__") {
         Rule::Launch
     } else if t.len() == text.len() {
-        Rule::Keep(name)
+        Rule::Keep(tree.trace_name(defs, name))
     } else {
-        let t = t.to_string();
-        Rule::Keep(defs.intern(&t))
+        Rule::Keep(tree.name(t))
     }
 }
 
 /// A cleaned stack: frame names root first, and whether it had a launch frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cleaned {
-    pub frames: Vec<StrId>,
+    pub frames: Vec<Name>,
     pub launch: bool,
 }
 
@@ -49,7 +50,7 @@ pub struct Cleaner {
 
 impl Cleaner {
     /// The index of the cleaned form of `stack` (see [`Cleaner::get`]).
-    pub fn clean(&mut self, defs: &mut Defs, stack: StackId) -> u32 {
+    pub fn clean(&mut self, defs: &Defs, tree: &mut Tree, stack: StackId) -> u32 {
         if let Some(&i) = self.stacks.get(&stack) {
             return i;
         }
@@ -61,7 +62,7 @@ impl Cleaner {
             let r = match self.frames.get(&f) {
                 Some(&r) => r,
                 None => {
-                    let r = rule(defs, defs.stacks.frame(f).name);
+                    let r = rule(defs, tree, defs.stacks.frame(f).name);
                     self.frames.insert(f, r);
                     r
                 }
@@ -71,7 +72,7 @@ impl Cleaner {
                 Rule::Launch if out.launch => {}
                 Rule::Launch => {
                     out.launch = true;
-                    out.frames.push(defs.intern(LAUNCH_FRAME));
+                    out.frames.push(tree.name(LAUNCH_FRAME));
                 }
                 Rule::Keep(n) => out.frames.push(n),
             }
@@ -106,8 +107,8 @@ mod tests {
     use super::*;
     use tracex_ir::builder::TraceBuilder;
 
-    fn names(defs: &Defs, c: &Cleaned) -> Vec<String> {
-        c.frames.iter().map(|&f| defs.str(f).to_string()).collect()
+    fn names(tree: &Tree, c: &Cleaned) -> Vec<String> {
+        c.frames.iter().map(|&f| tree.text(f).to_string()).collect()
     }
 
     #[test]
@@ -127,14 +128,15 @@ mod tests {
             ])
             .unwrap();
         let plain = b.stack(&["_start", "main", "compute"]).unwrap();
-        let mut defs = b.finish().defs;
+        let defs = b.finish().defs;
+        let mut tree = Tree::default();
         let mut c = Cleaner::default();
-        let i = c.clean(&mut defs, s);
-        assert_eq!(c.clean(&mut defs, s), i);
+        let i = c.clean(&defs, &mut tree, s);
+        assert_eq!(c.clean(&defs, &mut tree, s), i);
         let got = c.get(i).clone();
         assert!(got.launch);
         assert_eq!(
-            names(&defs, &got),
+            names(&tree, &got),
             [
                 "main",
                 "forward(Transformer*, int)",
@@ -142,9 +144,9 @@ mod tests {
                 "libcudart.so+0x1234"
             ]
         );
-        let j = c.clean(&mut defs, plain);
+        let j = c.clean(&defs, &mut tree, plain);
         assert!(!c.get(j).launch);
-        assert_eq!(names(&defs, c.get(j)), ["main", "compute"]);
+        assert_eq!(names(&tree, c.get(j)), ["main", "compute"]);
     }
 
     #[test]

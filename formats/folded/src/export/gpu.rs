@@ -10,10 +10,10 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use tracex_ir::kind::SliceKind;
-use tracex_ir::{Defs, FlowId, Location, StackId, StrId};
+use tracex_ir::{Defs, Diagnostics, FlowId, Location, StackId, StrId};
 
 use super::clean::{api_frame, Cleaner};
-use super::lines::{Tree, Weights};
+use super::lines::{Name, Tree, Weights};
 use crate::diag as d;
 use crate::options::Weight;
 
@@ -119,27 +119,27 @@ fn gpu_frame(kind: SliceKind, name: &str) -> String {
 struct Builder<'a> {
     tree: &'a mut Tree,
     weights: Weights,
-    leaf_names: FxHashMap<u32, StrId>,
+    leaf_names: FxHashMap<u32, Name>,
     sample_paths: FxHashMap<(Option<StackId>, u32), StackId>,
-    pending: Option<StrId>,
+    pending: Option<Name>,
 }
 
 impl Builder<'_> {
-    fn work_leaf(&mut self, defs: &mut Defs, works: &[Work], w: u32) -> StrId {
+    fn work_leaf(&mut self, defs: &Defs, works: &[Work], w: u32) -> Name {
         if let Some(&n) = self.leaf_names.get(&w) {
             return n;
         }
         let work = &works[w as usize];
-        let text = gpu_frame(work.kind, defs.str(work.name));
-        let n = defs.intern(&text);
+        let n = self.tree.name(&gpu_frame(work.kind, defs.str(work.name)));
         self.leaf_names.insert(w, n);
         n
     }
 
-    fn pending_leaf(&mut self, defs: &mut Defs) -> StrId {
+    fn pending_leaf(&mut self) -> Name {
+        let tree = &mut *self.tree;
         *self
             .pending
-            .get_or_insert_with(|| defs.intern("[GPU_Launch_Pending]"))
+            .get_or_insert_with(|| tree.name("[GPU_Launch_Pending]"))
     }
 }
 
@@ -180,7 +180,8 @@ impl Gpu {
     /// The output stacks and weights of the GPU view.
     pub fn fold(
         &mut self,
-        defs: &mut Defs,
+        defs: &Defs,
+        diag: &mut Diagnostics,
         tree: &mut Tree,
         weight: Weight,
         tolerance: i64,
@@ -236,11 +237,11 @@ impl Gpu {
                 }
                 (Some(_), None) => {
                     sum.pending_no_gpu += 1;
-                    b.pending_leaf(defs)
+                    b.pending_leaf()
                 }
                 (None, _) => {
                     sum.pending_no_launch += 1;
-                    b.pending_leaf(defs)
+                    b.pending_leaf()
                 }
             };
             if let Some(c) = call {
@@ -294,7 +295,6 @@ impl Gpu {
             }
             i = j;
         }
-        let diag = &mut defs.diag;
         let pending = sum.pending_no_gpu + sum.pending_no_launch;
         diag.record_n(
             &d::GPU_LAUNCH_PENDING,
@@ -322,14 +322,13 @@ impl Gpu {
     /// frame (frames below it are inside the CUDA libraries), which is added if missing.
     fn backtrace_path(
         &mut self,
-        defs: &mut Defs,
+        defs: &Defs,
         tree: &mut Tree,
         call: &Call,
         stack: StackId,
     ) -> StackId {
-        let api = api_frame(defs.str(call.name)).to_string();
-        let api = defs.intern(&api);
-        let cleaned = self.cleaner.clean(defs, stack);
+        let api = tree.name(api_frame(defs.str(call.name)));
+        let cleaned = self.cleaner.clean(defs, tree, stack);
         let mut frames = self.cleaner.get(cleaned).frames.clone();
         match frames.iter().rposition(|&f| f == api) {
             Some(k) => frames.truncate(k + 1),

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 use tracex_ir::kind::SliceKind;
 use tracex_ir::{StackId, StrId, TrackId};
 
-use super::lines::Tree;
+use super::lines::{Name, Tree};
 
 /// What an open slice is to the GPU join; ids are registered on first use.
 #[derive(Clone, Copy, Debug)]
@@ -82,7 +82,7 @@ impl Lanes {
         root: TrackId,
         start: i64,
         end: i64,
-        name: StrId,
+        name: Name,
         tree: &mut Tree,
         base: Option<StackId>,
         role: Role,
@@ -170,11 +170,10 @@ mod tests {
 
     #[test]
     fn self_time_and_binding() {
-        let mut defs = Defs::new();
         let mut tree = Tree::default();
         let mut lanes = Lanes::default();
         let (t, o1) = (TrackId(0), TrackId(1));
-        let [main, work, leaf, spill] = ["main", "work", "leaf", "spill"].map(|s| defs.intern(s));
+        let [main, work, leaf, spill] = ["main", "work", "leaf", "spill"].map(|s| tree.name(s));
         // main [0,100) > work [10,50) > leaf [20,30); spill [40,60) on an overflow lane
         lanes.push(t, t, 0, 100, main, &mut tree, None, Role::Other);
         lanes.push(t, t, 10, 50, work, &mut tree, None, Role::Other);
@@ -186,7 +185,7 @@ mod tests {
         assert_eq!(lanes.enclosing(t, 70, any).unwrap().start, 0);
         assert!(lanes.enclosing(t, 200, any).is_none());
         lanes.close_all(1000);
-        let mut get = |names: &[StrId]| {
+        let mut get = |names: &[Name]| {
             let node = tree.extend(None, names.iter().copied()).unwrap();
             lanes.self_time[&node]
         };
@@ -205,13 +204,14 @@ mod tests {
         let mut lanes = Lanes::default();
         let t = TrackId(0);
         let [launch, check] = ["launch", "check"].map(|s| defs.intern(s));
+        let [launch_frame, check_frame] = ["launch", "check"].map(|s| tree.name(s));
         let api = |name| Role::Api {
             name,
             stack: None,
             call: None,
         };
-        lanes.push(t, t, 100, 200, launch, &mut tree, None, api(launch));
-        lanes.push(t, t, 100, 120, check, &mut tree, None, Role::Other);
+        lanes.push(t, t, 100, 200, launch_frame, &mut tree, None, api(launch));
+        lanes.push(t, t, 100, 120, check_frame, &mut tree, None, Role::Other);
         let name = |o: &Open| match o.role {
             Role::Api { name, .. } => name,
             _ => check,

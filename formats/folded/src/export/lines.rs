@@ -1,25 +1,49 @@
-//! The stacks of the output: a private prefix tree of frame names (so the trace's own stack
-//! table is not touched) and the writing of weighted lines, sorted and deterministic.
+//! The stacks of the output: a private prefix tree over private frame names (the trace's own
+//! definitions are read, never changed) and the writing of weighted lines, sorted and
+//! deterministic.
 
 use std::borrow::Cow;
 use std::io::Write;
 
 use rustc_hash::FxHashMap;
 use tracex_ir::stack::StackTable;
-use tracex_ir::{Defs, Location, Result, StackId, StrId};
+use tracex_ir::strings::Interner;
+use tracex_ir::{Defs, Diagnostics, Location, Result, StackId, StrId};
 
 use crate::diag as d;
 
-/// Output stacks as a prefix tree over interned frame names.
+/// A frame name of the output, interned in its [`Tree`] (not a trace's [`StrId`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name(StrId);
+
+/// Output stacks as a prefix tree over the output's frame names.
 #[derive(Default)]
 pub struct Tree {
     table: StackTable,
+    names: Interner,
+    /// The output name of each trace string used as a frame, copied once.
+    from_trace: FxHashMap<StrId, Name>,
 }
 
 impl Tree {
+    /// The frame name `text`.
+    pub fn name(&mut self, text: &str) -> Name {
+        Name(self.names.intern(text))
+    }
+
+    /// The frame name of the trace's string `id`.
+    pub fn trace_name(&mut self, defs: &Defs, id: StrId) -> Name {
+        if let Some(&n) = self.from_trace.get(&id) {
+            return n;
+        }
+        let n = self.name(defs.str(id));
+        self.from_trace.insert(id, n);
+        n
+    }
+
     /// The node for frame `name` under `parent`.
-    pub fn child(&mut self, parent: Option<StackId>, name: StrId) -> StackId {
-        let f = self.table.intern_frame(name, None);
+    pub fn child(&mut self, parent: Option<StackId>, name: Name) -> StackId {
+        let f = self.table.intern_frame(name.0, None);
         self.table.intern(parent, f)
     }
 
@@ -27,7 +51,7 @@ impl Tree {
     pub fn extend(
         &mut self,
         parent: Option<StackId>,
-        names: impl IntoIterator<Item = StrId>,
+        names: impl IntoIterator<Item = Name>,
     ) -> Option<StackId> {
         names
             .into_iter()
@@ -41,20 +65,25 @@ impl Tree {
         parent: Option<StackId>,
         stack: StackId,
     ) -> Option<StackId> {
-        let names: Vec<StrId> = defs
+        let names: Vec<Name> = defs
             .stacks
             .path(stack)
             .into_iter()
-            .map(|f| defs.stacks.frame(f).name)
+            .map(|f| self.trace_name(defs, defs.stacks.frame(f).name))
             .collect();
         self.extend(parent, names)
     }
 
-    fn names(&self, node: StackId) -> impl Iterator<Item = StrId> + '_ {
+    /// The text of a frame name.
+    pub fn text(&self, name: Name) -> &str {
+        self.names.get(name.0)
+    }
+
+    fn names(&self, node: StackId) -> impl Iterator<Item = &str> + '_ {
         self.table
             .path(node)
             .into_iter()
-            .map(|f| self.table.frame(f).name)
+            .map(|f| self.text(Name(self.table.frame(f).name)))
     }
 }
 
@@ -98,7 +127,7 @@ pub struct Written {
 pub fn write(
     tree: &Tree,
     weights: &Weights,
-    defs: &mut Defs,
+    diag: &mut Diagnostics,
     out: &mut dyn Write,
 ) -> Result<Written> {
     let mut renamed = 0u64;
@@ -114,7 +143,7 @@ pub fn write(
             if i > 0 {
                 text.push(';');
             }
-            let s = sanitize(defs.str(name));
+            let s = sanitize(name);
             if matches!(s, Cow::Owned(_)) {
                 renamed += 1;
             }
@@ -143,7 +172,6 @@ pub fn write(
         written.total += w;
     }
     out.write_all(&buf)?;
-    let diag = &mut defs.diag;
     diag.record_n(
         &d::FRAME_RENAMED,
         renamed,
@@ -160,9 +188,9 @@ mod tests {
 
     #[test]
     fn sorted_summed_and_sanitized() {
-        let mut defs = Defs::new();
+        let mut diag = Diagnostics::default();
         let mut tree = Tree::default();
-        let [main, b, a, odd] = ["main", "b", "a", "x;y\nz"].map(|s| defs.intern(s));
+        let [main, b, a, odd] = ["main", "b", "a", "x;y\nz"].map(|s| tree.name(s));
         let mut w = Weights::default();
         let mb = tree.extend(None, [main, b]).unwrap();
         let ma = tree.extend(None, [main, a]).unwrap();
@@ -174,13 +202,13 @@ mod tests {
         w.add(mo, 1);
         w.add(root, 0);
         let mut out = Vec::new();
-        let r = write(&tree, &w, &mut defs, &mut out).unwrap();
+        let r = write(&tree, &w, &mut diag, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "main;a 1\nmain;b 5\nmain;x:y z 1\n"
         );
         assert_eq!(r, Written { lines: 3, total: 7 });
-        assert_eq!(defs.diag.count("folded_frame_renamed"), 1);
-        assert_eq!(defs.diag.count("folded_zero_weight"), 1);
+        assert_eq!(diag.count("folded_frame_renamed"), 1);
+        assert_eq!(diag.count("folded_zero_weight"), 1);
     }
 }

@@ -17,13 +17,13 @@ use rustc_hash::FxHashMap;
 use tracex_ir::io::{OutFile, OutputTarget};
 use tracex_ir::kind::{classify, SliceKind};
 use tracex_ir::{
-    Defs, Error, Event, FlowBind, FlowId, FlowPoint, FlowRole, Location, ProcessId, Result, Sample,
-    Sink, Slice, StackId, StrId, TrackId, TrackKind,
+    Defs, Diagnostics, Error, Event, FlowBind, FlowId, FlowPoint, FlowRole, Location, ProcessId,
+    Result, Sample, Sink, Slice, StackId, StrId, TrackId, TrackKind,
 };
 
 use crate::diag as d;
+use crate::differential::{DIFF_AFTER, DIFF_BEFORE};
 use crate::options::{ExportOptions, Fold, Weight};
-use crate::{DIFF_AFTER, DIFF_BEFORE};
 use gpu::{AtLaunch, Call, Gpu, Work};
 use lanes::{Lanes, Open, Role};
 use lines::{Tree, Weights};
@@ -45,8 +45,8 @@ pub struct Exporter {
     lanes: Lanes,
     gpu: Gpu,
     samples: FxHashMap<(Option<StackId>, StackId), SampleWeight>,
-    /// Sample names of differential files, and whether other samples were seen.
-    diff_names: Option<(StrId, StrId)>,
+    /// Whether samples of differential files (named [`DIFF_BEFORE`] or [`DIFF_AFTER`]) and
+    /// other samples were seen.
     differential_samples: bool,
     plain_samples: bool,
     samples_seen: u64,
@@ -74,7 +74,6 @@ impl Exporter {
             lanes: Lanes::default(),
             gpu: Gpu::default(),
             samples: FxHashMap::default(),
-            diff_names: None,
             differential_samples: false,
             plain_samples: false,
             samples_seen: 0,
@@ -102,7 +101,7 @@ impl Exporter {
     }
 
     /// The root frames of stacks seen on `root` (`--prefix process,thread`).
-    fn prefix(&mut self, defs: &mut Defs, root: TrackId) -> Option<StackId> {
+    fn prefix(&mut self, defs: &Defs, root: TrackId) -> Option<StackId> {
         if let Some(&p) = self.prefixes.get(&root) {
             return p;
         }
@@ -125,7 +124,7 @@ impl Exporter {
                 _ => defs.track_display_name(root),
             });
         }
-        let ids: Vec<_> = names.iter().map(|n| defs.intern(n)).collect();
+        let ids: Vec<_> = names.iter().map(|n| self.tree.name(n)).collect();
         let p = self.tree.extend(None, ids);
         self.prefixes.insert(root, p);
         p
@@ -137,7 +136,7 @@ impl Exporter {
             .and_then(|p| defs.process(p).os_pid)
     }
 
-    fn slice(&mut self, defs: &mut Defs, s: &Slice) {
+    fn slice(&mut self, defs: &Defs, s: &Slice) {
         self.slices_seen += 1;
         self.trace_end = self.trace_end.max(s.end_or(s.ts));
         if !defs.track(s.track).is_strict() {
@@ -182,9 +181,10 @@ impl Exporter {
             _ => Role::Other,
         };
         let end = s.dur.map_or(i64::MAX, |d| s.ts.saturating_add(d));
+        let name = self.tree.trace_name(defs, s.name);
         let open = self
             .lanes
-            .push(s.track, root, s.ts, end, s.name, &mut self.tree, base, role);
+            .push(s.track, root, s.ts, end, name, &mut self.tree, base, role);
         let start = open.start;
         // Flow points waiting for the next slice on this track bind to this one.
         if let Some(waiting) = self.waiting.get_mut(&root) {
@@ -210,7 +210,7 @@ impl Exporter {
 
     fn register_call(
         &mut self,
-        defs: &mut Defs,
+        defs: &Defs,
         root: TrackId,
         ts: i64,
         name: StrId,
@@ -228,7 +228,7 @@ impl Exporter {
         self.gpu.calls.len() as u32 - 1
     }
 
-    fn flow(&mut self, defs: &mut Defs, f: &FlowPoint) {
+    fn flow(&mut self, defs: &Defs, f: &FlowPoint) {
         let root = defs.root_track(f.track);
         if f.bind == FlowBind::Next && f.role != FlowRole::Start {
             self.waiting.entry(root).or_default().push(*f);
@@ -255,7 +255,7 @@ impl Exporter {
         }
     }
 
-    fn sample(&mut self, defs: &mut Defs, s: &Sample) {
+    fn sample(&mut self, defs: &Defs, s: &Sample) {
         self.samples_seen += 1;
         if let Some(ts) = s.ts {
             self.trace_end = self.trace_end.max(ts);
@@ -266,15 +266,13 @@ impl Exporter {
         };
         let root = defs.root_track(s.track);
         let prefix = self.prefix(defs, root);
-        let (before, after) = *self
-            .diff_names
-            .get_or_insert_with(|| (defs.intern(DIFF_BEFORE), defs.intern(DIFF_AFTER)));
+        let name = defs.opt_str(s.name);
         let w = self.samples.entry((prefix, stack)).or_default();
-        if s.name == Some(before) {
+        if name == Some(DIFF_BEFORE) {
             self.differential_samples = true;
             w.before += s.weight;
         } else {
-            if s.name == Some(after) {
+            if name == Some(DIFF_AFTER) {
                 self.differential_samples = true;
             } else {
                 self.plain_samples = true;
@@ -282,7 +280,7 @@ impl Exporter {
             w.main += s.weight;
         }
         if let Some(ts) = s.ts {
-            let clean = self.gpu.cleaner.clean(defs, stack);
+            let clean = self.gpu.cleaner.clean(defs, &mut self.tree, stack);
             if self.gpu.cleaner.get(clean).launch {
                 self.gpu.at_launch.push(AtLaunch {
                     pid: Self::pid(defs, root),
@@ -344,13 +342,13 @@ impl Exporter {
         Ok((fold, weight))
     }
 
-    fn sample_weights(&mut self, defs: &mut Defs) -> Weights {
+    fn sample_weights(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Weights {
         let mut w = Weights {
             differential: self.differential_samples && !self.plain_samples,
             ..Weights::default()
         };
         if self.differential_samples && self.plain_samples {
-            defs.diag.record(&d::MIXED_DIFFERENTIAL, Location::Nowhere);
+            diag.record(&d::MIXED_DIFFERENTIAL, Location::Nowhere);
         }
         let mut keys: Vec<_> = self.samples.iter().map(|(k, v)| (*k, *v)).collect();
         keys.sort_unstable_by_key(|(k, _)| *k);
@@ -428,7 +426,7 @@ fn flow_rank(role: FlowRole, r: &Role) -> u8 {
 fn attach(
     gpu: &mut Gpu,
     prefixes: &mut FxHashMap<TrackId, Option<StackId>>,
-    defs: &mut Defs,
+    defs: &Defs,
     open: &mut Open,
     root: TrackId,
     f: &FlowPoint,
@@ -489,7 +487,7 @@ fn attach(
 }
 
 impl Sink for Exporter {
-    fn event(&mut self, defs: &mut Defs, event: Event) -> Result<()> {
+    fn event(&mut self, defs: &Defs, _: &mut Diagnostics, event: Event) -> Result<()> {
         match &event {
             Event::Slice(s) => self.slice(defs, s),
             Event::Flow(f) => self.flow(defs, f),
@@ -500,9 +498,8 @@ impl Sink for Exporter {
         Ok(())
     }
 
-    fn finish(&mut self, defs: &mut Defs) -> Result<()> {
+    fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
         self.lanes.close_all(self.trace_end);
-        let diag = &mut defs.diag;
         diag.record_n(
             &d::OPEN_SLICE,
             self.lanes.closed_open,
@@ -514,37 +511,36 @@ impl Sink for Exporter {
             Fold::Gpu => {
                 let (w, summary) =
                     self.gpu
-                        .fold(defs, &mut self.tree, weight, self.opts.tolerance_ns);
+                        .fold(defs, diag, &mut self.tree, weight, self.opts.tolerance_ns);
                 let unused =
                     self.samples_seen - self.gpu.at_launch.len() as u64 + summary.at_launch_unused;
-                defs.diag
-                    .record_n(&d::NOT_FOLDED, unused, Location::Nowhere, Some("samples"));
+                diag.record_n(&d::NOT_FOLDED, unused, Location::Nowhere, Some("samples"));
                 self.summary = Some(summary);
                 w
             }
             Fold::Samples => {
-                defs.diag.record_n(
+                diag.record_n(
                     &d::SAMPLE_WITHOUT_STACK,
                     self.stackless_samples,
                     Location::Nowhere,
                     None::<String>,
                 );
-                defs.diag.record_n(
+                diag.record_n(
                     &d::NOT_FOLDED,
                     self.slices_seen,
                     Location::Nowhere,
                     Some("slices"),
                 );
-                self.sample_weights(defs)
+                self.sample_weights(defs, diag)
             }
             _ => {
-                defs.diag.record_n(
+                diag.record_n(
                     &d::NON_THREAD_SLICES,
                     self.non_thread_slices,
                     Location::Nowhere,
                     None::<String>,
                 );
-                defs.diag.record_n(
+                diag.record_n(
                     &d::NOT_FOLDED,
                     self.samples_seen,
                     Location::Nowhere,
@@ -554,7 +550,7 @@ impl Sink for Exporter {
             }
         };
         let mut out = self.out.take().expect("finish once");
-        let written = lines::write(&self.tree, &weights, defs, &mut out)?;
+        let written = lines::write(&self.tree, &weights, diag, &mut out)?;
         if written.lines == 0 {
             return Err(Error::Unsupported(format!(
                 "nothing to write: every stack of the {} view has weight 0 with --weight {}",

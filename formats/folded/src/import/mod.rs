@@ -18,8 +18,8 @@ use tracex_ir::{
 };
 
 use crate::diag as d;
+use crate::differential::{DIFF_AFTER, DIFF_BEFORE};
 use crate::options::{Dialect, ImportOptions};
-use crate::{DIFF_AFTER, DIFF_BEFORE};
 
 /// Reads folded stacks from `reader` into `ctx`.
 pub fn import<R: Read>(reader: R, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<()> {
@@ -56,7 +56,7 @@ fn excerpt(line: &str) -> String {
 
 impl Importer {
     fn note(ctx: &mut ImportCtx, kind: &'static DiagKind, no: u64) {
-        ctx.defs.diag.record(kind, Location::Line(no));
+        ctx.diag.record(kind, Location::Line(no));
     }
 
     fn line(&mut self, ctx: &mut ImportCtx, no: u64, bytes: &[u8]) -> Result<()> {
@@ -97,9 +97,7 @@ impl Importer {
         let (stack_text, counts) = match plain::parse(t) {
             plain::Line::Stack { stack, counts } => (stack, counts),
             plain::Line::Bad(kind) => {
-                ctx.defs
-                    .diag
-                    .record_detail(kind, Location::Line(no), excerpt(t));
+                ctx.diag.record_detail(kind, Location::Line(no), excerpt(t));
                 return Ok(());
             }
         };
@@ -150,7 +148,7 @@ impl Importer {
         let l = match extended::parse(t) {
             Ok(l) => l,
             Err((kind, why)) => {
-                ctx.defs.diag.record_detail(
+                ctx.diag.record_detail(
                     kind,
                     Location::Line(no),
                     format!("{why} in {:?}", excerpt(t)),

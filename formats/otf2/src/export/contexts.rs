@@ -26,7 +26,7 @@ impl Contexts {
         ar: &mut ArchiveWriter,
         strings: &mut Strings,
         regions: &mut Regions,
-        defs: &mut Defs,
+        defs: &Defs,
         stack: StackId,
     ) -> Result<sys::OTF2_CallingContextRef> {
         if let Some(&c) = self.by_stack.get(&stack) {
@@ -47,15 +47,14 @@ impl Contexts {
             sys::OTF2_CallingContextRef,
         );
         for s in chain.into_iter().rev() {
-            let (name, module) = match defs.stacks.node(s) {
+            let region = match defs.stacks.node(s) {
                 Some(n) => {
                     let f = defs.stacks.frame(n.frame);
-                    (f.name, f.module)
+                    regions.get(ar, strings, defs, f.name, f.module, false)?
                 }
                 // A node reserved and never defined (D1 says importers define them).
-                None => (defs.intern("?"), None),
+                None => regions.undefined_frame(ar, strings)?,
             };
-            let region = regions.get(ar, strings, defs, name, module, false)?;
             let c = self.list.len() as u32;
             self.list.push((region, parent));
             self.by_stack.insert(s, c);

@@ -19,17 +19,17 @@ mod splitter;
 mod strings;
 
 use std::collections::VecDeque;
-use std::path::Path;
 
 use otf2_sys as sys;
+use tracex_ir::io::OutputTarget;
 use tracex_ir::{
-    Defs, Error, Event, FlowBind, FlowPoint, FlowRole, Instant, Location, Result, Sample, Sink,
-    Slice,
+    Defs, Diagnostics, Error, Event, FlowBind, FlowPoint, FlowRole, Instant, Location, Result,
+    Sample, Sink, Slice,
 };
 
 use crate::diag as d;
 use crate::ffi::{ArchiveWriter, AttrList, AttrValue};
-use crate::identity;
+use crate::identity::{self, Internal};
 use crate::memprofile::MemoryProfile;
 use crate::options::ExportOptions;
 use contexts::Contexts;
@@ -37,7 +37,6 @@ use flows::FlowLinks;
 use locations::Locations;
 use metrics::Metrics;
 use output::{Layout, Staging};
-pub(crate) use regions::Internal;
 use regions::{Attributes, Regions};
 use splitter::Pending;
 use strings::Strings;
@@ -112,9 +111,19 @@ fn internal_error(msg: String) -> Error {
 }
 
 impl Exporter {
-    /// Starts an archive for `out` (see [`output::Layout`]), written in a temporary directory
-    /// beside it until `finish`.
-    pub fn create(out: &Path, opts: &ExportOptions) -> Result<Exporter> {
+    /// Starts an archive at `target` (see [`output::Layout`]), written in a temporary
+    /// directory beside it until `finish`. An archive is several files: standard output cannot
+    /// take one.
+    pub fn create(target: &OutputTarget, opts: &ExportOptions) -> Result<Exporter> {
+        let out = match target {
+            OutputTarget::Path(p) => p,
+            OutputTarget::Stdout => {
+                return Err(Error::Unsupported(
+                    "an OTF2 archive is several files and cannot be written to standard output"
+                        .into(),
+                ))
+            }
+        };
         let memory_profile = match &opts.memory_profile {
             Some(p) => Some(MemoryProfile::load(p)?),
             None => None,
@@ -223,7 +232,7 @@ impl Exporter {
     /// Adds a slice's or instant's own fields (besides args) to the attribute list.
     fn extras(
         &mut self,
-        defs: &mut Defs,
+        defs: &Defs,
         color: Option<tracex_ir::StrId>,
         stack: Option<tracex_ir::StackId>,
         thread_times: (Option<i64>, Option<i64>),
@@ -269,7 +278,7 @@ impl Exporter {
     /// arguments and own fields as attributes. Returns its tick and region.
     fn enter(
         &mut self,
-        defs: &mut Defs,
+        defs: &Defs,
         loc: u32,
         ts: i64,
         e: Entered,
@@ -298,7 +307,7 @@ impl Exporter {
         Ok((t, region))
     }
 
-    fn slice(&mut self, defs: &mut Defs, loc: u32, s: &Slice) -> Result<()> {
+    fn slice(&mut self, defs: &Defs, loc: u32, s: &Slice) -> Result<()> {
         let e = Entered {
             name: s.name,
             cat: s.cat,
@@ -333,7 +342,7 @@ impl Exporter {
             })
     }
 
-    fn instant(&mut self, defs: &mut Defs, loc: u32, i: &Instant) -> Result<()> {
+    fn instant(&mut self, defs: &Defs, loc: u32, i: &Instant) -> Result<()> {
         let e = Entered {
             name: i.name,
             cat: i.cat,
@@ -352,7 +361,7 @@ impl Exporter {
         Ok(())
     }
 
-    fn sample(&mut self, defs: &mut Defs, loc: u32, s: &Sample, ts: i64) -> Result<()> {
+    fn sample(&mut self, defs: &Defs, loc: u32, s: &Sample, ts: i64) -> Result<()> {
         let t = self.advance(loc, ts)?;
         let Exporter {
             ar,
@@ -482,7 +491,7 @@ impl Exporter {
     }
 
     /// Writes one held or new item on `loc`; returns what must wait (a send without receiver).
-    fn process(&mut self, defs: &mut Defs, loc: u32, item: Queued) -> Result<Option<Queued>> {
+    fn process(&mut self, defs: &Defs, loc: u32, item: Queued) -> Result<Option<Queued>> {
         match item {
             Queued::Event(Event::Slice(s)) => self.slice(defs, loc, &s).map(|_| None),
             Queued::Event(Event::Instant(i)) => self.instant(defs, loc, &i).map(|_| None),
@@ -530,7 +539,7 @@ impl Exporter {
     }
 
     /// Writes `item` on `loc` now, or holds it behind a waiting send.
-    fn route(&mut self, defs: &mut Defs, loc: u32, item: Queued) -> Result<()> {
+    fn route(&mut self, defs: &Defs, loc: u32, item: Queued) -> Result<()> {
         if !self.held[loc as usize].is_empty() {
             self.held[loc as usize].push_back(item);
             self.held_total += 1;
@@ -552,7 +561,7 @@ impl Exporter {
     }
 
     /// Writes what `loc` holds, up to the next send that must wait.
-    fn drain(&mut self, defs: &mut Defs, loc: u32) -> Result<()> {
+    fn drain(&mut self, defs: &Defs, loc: u32) -> Result<()> {
         while let Some(item) = self.held[loc as usize].pop_front() {
             self.held_total -= 1;
             if let Some(wait) = self.process(defs, loc, item)? {
@@ -567,7 +576,7 @@ impl Exporter {
     }
 
     /// Writes the waiting send at the head of `loc` to `loc` itself, then what follows it.
-    fn give_up_waiting(&mut self, defs: &mut Defs, loc: u32) -> Result<()> {
+    fn give_up_waiting(&mut self, defs: &Defs, loc: u32) -> Result<()> {
         if let Some(Queued::Send { p, hop, with_point }) = self.held[loc as usize].pop_front() {
             self.held_total -= 1;
             self.flows.abandon(p.id, hop);
@@ -577,7 +586,7 @@ impl Exporter {
         self.drain(defs, loc)
     }
 
-    fn flow_point(&mut self, defs: &mut Defs, p: FlowPoint) -> Result<()> {
+    fn flow_point(&mut self, defs: &Defs, p: FlowPoint) -> Result<()> {
         let loc = self.location_of(defs, p.track)?;
         let a = self.flows.arrive(p.id, p.role, loc);
         self.route(
@@ -596,23 +605,28 @@ impl Exporter {
     }
 
     /// Writes the memory profile's allocators (their own locations, in their own time order).
-    fn write_memory_profile(&mut self, defs: &mut Defs) -> Result<()> {
-        let Some(mp) = self.memory_profile.take() else {
-            return Ok(());
-        };
-        let (events, placement) = mp.emit(defs);
+    /// Their process, threads and counters are added to a copy of the trace's definitions,
+    /// which the rest of the archive is then written from.
+    fn write_memory_profile(
+        &mut self,
+        mp: &MemoryProfile,
+        defs: &Defs,
+        diag: &mut Diagnostics,
+    ) -> Result<Defs> {
+        let mut defs = defs.clone();
+        let (events, placement) = mp.emit(&mut defs);
         self.metrics.on_track.extend(placement);
         for e in events {
             match e {
                 Event::Counter(c) => {
                     let track = self.metrics.on_track[&c.counter];
-                    let loc = self.location_of(defs, track)?;
-                    self.route(defs, loc, Queued::Event(Event::Counter(c)))?;
+                    let loc = self.location_of(&defs, track)?;
+                    self.route(&defs, loc, Queued::Event(Event::Counter(c)))?;
                 }
-                other => self.event(defs, other)?,
+                other => self.event(&defs, diag, other)?,
             }
         }
-        Ok(())
+        Ok(defs)
     }
 
     /// Locations and groups for named threads and processes that had no events, so that a
@@ -704,8 +718,7 @@ impl Exporter {
         Ok(())
     }
 
-    fn record_diagnostics(&self, defs: &mut Defs) {
-        let diag = &mut defs.diag;
+    fn record_diagnostics(&self, diag: &mut Diagnostics) {
         let none = None::<String>;
         diag.record_n(
             &d::EXPORT_UNTIMED_SAMPLE,
@@ -735,7 +748,7 @@ impl Exporter {
 }
 
 impl Sink for Exporter {
-    fn event(&mut self, defs: &mut Defs, event: Event) -> Result<()> {
+    fn event(&mut self, defs: &Defs, _: &mut Diagnostics, event: Event) -> Result<()> {
         match event {
             Event::Counter(c) => match self.metrics.on_track.get(&c.counter) {
                 Some(&track) => {
@@ -759,11 +772,18 @@ impl Sink for Exporter {
         }
     }
 
-    fn finish(&mut self, defs: &mut Defs) -> Result<()> {
+    fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
         if self.ar.is_none() {
             return Err(internal_error("OTF2 exporter finished twice".into()));
         }
-        self.write_memory_profile(defs)?;
+        let with_profile;
+        let defs = match self.memory_profile.take() {
+            Some(mp) => {
+                with_profile = self.write_memory_profile(&mp, defs, diag)?;
+                &with_profile
+            }
+            None => defs,
+        };
         // Sends still waiting had a flow whose next point never came (E2 says it always does).
         for l in 0..self.held.len() as u32 {
             while !self.held[l as usize].is_empty() {
@@ -783,7 +803,7 @@ impl Sink for Exporter {
         self.write_definitions(defs, &events)?;
         self.ar.take().expect("open").close()?;
         self.staging.take().expect("staged").commit()?;
-        self.record_diagnostics(defs);
+        self.record_diagnostics(diag);
         Ok(())
     }
 }

@@ -9,7 +9,7 @@ use tracex_ir::{Args, Defs, StrId, Value};
 
 use super::strings::Strings;
 use crate::ffi::{ArchiveWriter, AttrList, AttrValue, GlobalDefWriter, Result};
-use crate::identity;
+use crate::identity::{self, Internal};
 
 /// OTF2 paradigm and region role for a slice category.
 pub fn paradigm_role(cat: Option<&str>) -> (u32, u32) {
@@ -49,6 +49,8 @@ struct Region {
 pub struct Regions {
     map: FxHashMap<(StrId, Option<StrId>, bool), u32>,
     list: Vec<Region>,
+    /// The region of stack nodes never defined, named `?`.
+    undefined: Option<u32>,
 }
 
 impl Regions {
@@ -81,6 +83,29 @@ impl Regions {
         let r = self.list.len() as u32;
         self.list.push(region);
         self.map.insert((name, cat, instant), r);
+        Ok(sys::OTF2_RegionRef(r))
+    }
+
+    /// The region `?` of a stack node the trace never defined.
+    pub fn undefined_frame(
+        &mut self,
+        ar: &mut ArchiveWriter,
+        strings: &mut Strings,
+    ) -> Result<sys::OTF2_RegionRef> {
+        if let Some(r) = self.undefined {
+            return Ok(sys::OTF2_RegionRef(r));
+        }
+        let (paradigm, role) = paradigm_role(None);
+        let r = self.list.len() as u32;
+        self.list.push(Region {
+            name: strings.name(ar, "?")?,
+            cat: None,
+            description: strings.name(ar, "")?,
+            paradigm,
+            role,
+            instant: false,
+        });
+        self.undefined = Some(r);
         Ok(sys::OTF2_RegionRef(r))
     }
 
@@ -200,75 +225,17 @@ impl ArgKind {
     }
 }
 
-/// tracex's own per-event fields, stored as attributes described as `tracex:internal`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Internal {
-    /// On the Leave written at the end of the trace for a slice that never ended.
-    Open,
-    Color,
-    ThreadTs,
-    ThreadDur,
-    Stack,
-    Flow,
-    FlowRole,
-    FlowBind,
-    FlowName,
-    FlowCat,
-    Weight,
-    Cpu,
-    SampleName,
-}
-
-impl Internal {
-    pub const ALL: [Internal; 13] = [
-        Internal::Open,
-        Internal::Color,
-        Internal::ThreadTs,
-        Internal::ThreadDur,
-        Internal::Stack,
-        Internal::Flow,
-        Internal::FlowRole,
-        Internal::FlowBind,
-        Internal::FlowName,
-        Internal::FlowCat,
-        Internal::Weight,
-        Internal::Cpu,
-        Internal::SampleName,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Internal::Open => "tracex:open",
-            Internal::Color => "tracex:color",
-            Internal::ThreadTs => "tracex:tts",
-            Internal::ThreadDur => "tracex:tdur",
-            Internal::Stack => "tracex:stack",
-            Internal::Flow => "tracex:flow",
-            Internal::FlowRole => "tracex:flow_role",
-            Internal::FlowBind => "tracex:flow_bind",
-            Internal::FlowName => "tracex:flow_name",
-            Internal::FlowCat => "tracex:flow_cat",
-            Internal::Weight => "tracex:weight",
-            Internal::Cpu => "tracex:cpu",
-            Internal::SampleName => "tracex:sample_name",
+/// The OTF2 type tracex writes an internal attribute with.
+fn otf2_type(i: Internal) -> u32 {
+    match i {
+        Internal::Open | Internal::FlowRole | Internal::FlowBind => sys::OTF2_TYPE_UINT8,
+        Internal::Color | Internal::FlowName | Internal::FlowCat | Internal::SampleName => {
+            sys::OTF2_TYPE_STRING
         }
-    }
-
-    pub fn from_name(name: &str) -> Option<Internal> {
-        Internal::ALL.into_iter().find(|i| i.name() == name)
-    }
-
-    fn otf2_type(self) -> u32 {
-        match self {
-            Internal::Open | Internal::FlowRole | Internal::FlowBind => sys::OTF2_TYPE_UINT8,
-            Internal::Color | Internal::FlowName | Internal::FlowCat | Internal::SampleName => {
-                sys::OTF2_TYPE_STRING
-            }
-            Internal::ThreadTs | Internal::ThreadDur | Internal::Weight => sys::OTF2_TYPE_INT64,
-            Internal::Stack => sys::OTF2_TYPE_CALLING_CONTEXT,
-            Internal::Flow => sys::OTF2_TYPE_UINT64,
-            Internal::Cpu => sys::OTF2_TYPE_UINT32,
-        }
+        Internal::ThreadTs | Internal::ThreadDur | Internal::Weight => sys::OTF2_TYPE_INT64,
+        Internal::Stack => sys::OTF2_TYPE_CALLING_CONTEXT,
+        Internal::Flow => sys::OTF2_TYPE_UINT64,
+        Internal::Cpu => sys::OTF2_TYPE_UINT32,
     }
 }
 
@@ -315,7 +282,7 @@ impl Attributes {
             return Ok(sys::OTF2_AttributeRef(r));
         }
         let name = strings.name(ar, i.name())?;
-        let r = self.add(ar, strings, name, identity::INTERNAL, i.otf2_type())?;
+        let r = self.add(ar, strings, name, identity::INTERNAL, otf2_type(i))?;
         self.internal.insert(i, r);
         Ok(sys::OTF2_AttributeRef(r))
     }

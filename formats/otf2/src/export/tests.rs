@@ -7,6 +7,8 @@ use tracex_ir::nest::OverlapRouter;
 use tracex_ir::order::Sorter;
 use tracex_ir::{Num, Value};
 
+use std::path::Path;
+
 use super::*;
 
 /// A trace with threads, a GPU stream, an async track with overlaps, instants, counters,
@@ -41,24 +43,24 @@ pub(crate) fn sample_trace() -> Trace {
 }
 
 /// Sorts and routes `t` as the CLI does, then exports it to `out`.
-pub(crate) fn export(mut t: Trace, out: &Path, opts: &ExportOptions) -> Result<Defs> {
+pub(crate) fn export(mut t: Trace, out: &Path, opts: &ExportOptions) -> Result<Trace> {
     let mut routed = Sorter::new(OverlapRouter::new(MemSink::default()));
     t.replay(&mut routed)?;
     let events = routed.into_inner().into_inner().events;
-    let mut exp = Exporter::create(out, opts)?;
+    let mut exp = Exporter::create(&OutputTarget::Path(out.to_path_buf()), opts)?;
     for e in events {
-        exp.event(&mut t.defs, e)?;
+        exp.event(&t.defs, &mut t.diag, e)?;
     }
-    exp.finish(&mut t.defs)?;
-    Ok(t.defs)
+    exp.finish(&t.defs, &mut t.diag)?;
+    Ok(t)
 }
 
 #[test]
 fn writes_a_readable_archive() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.otf2");
-    let defs = export(sample_trace(), &out, &ExportOptions::default()).unwrap();
-    assert_eq!(defs.diag.count("otf2_open_slice_closed_at_end"), 1);
+    let t = export(sample_trace(), &out, &ExportOptions::default()).unwrap();
+    assert_eq!(t.diag.count("otf2_open_slice_closed_at_end"), 1);
     for p in ["t.otf2", "t.def", "t/0.evt"] {
         assert!(dir.path().join(p).exists(), "{p}");
     }
@@ -102,18 +104,18 @@ fn memory_does_not_grow_with_the_trace() {
         let mut t = b.finish();
         // already in order, as a sorted importer delivers
         let mut exp = Exporter::create(
-            &dir.path().join(format!("m{steps}.otf2")),
+            &OutputTarget::Path(dir.path().join(format!("m{steps}.otf2"))),
             &ExportOptions::default(),
         )
         .unwrap();
         let mut events = std::mem::take(&mut t.events);
         events.sort_by_key(|e| tracex_ir::order::OrderKey::of(e, 0));
         for e in events {
-            exp.event(&mut t.defs, e).unwrap();
+            exp.event(&t.defs, &mut t.diag, e).unwrap();
         }
         held.push(exp.max_held);
         assert_eq!(exp.flows.in_flight(), 0);
-        exp.finish(&mut t.defs).unwrap();
+        exp.finish(&t.defs, &mut t.diag).unwrap();
     }
     assert_eq!(
         held[0], held[1],
@@ -127,10 +129,13 @@ fn dropped_without_finish_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut t = sample_trace();
     {
-        let mut exp =
-            Exporter::create(&dir.path().join("x.otf2"), &ExportOptions::default()).unwrap();
+        let mut exp = Exporter::create(
+            &OutputTarget::Path(dir.path().join("x.otf2")),
+            &ExportOptions::default(),
+        )
+        .unwrap();
         for e in t.events.clone().into_iter().take(3) {
-            exp.event(&mut t.defs, e).unwrap();
+            exp.event(&t.defs, &mut t.diag, e).unwrap();
         }
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);

@@ -4,6 +4,7 @@
 
 pub mod attrs;
 pub mod error;
+mod handler;
 pub mod reader;
 mod unmapped;
 pub mod writer;

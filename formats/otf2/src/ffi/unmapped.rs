@@ -8,7 +8,7 @@ use std::os::raw::c_void;
 use otf2_sys::*;
 
 use super::error::{check, Result};
-use super::reader::{evt, EventHandler};
+use super::handler::{evt, EventHandler};
 
 macro_rules! unmapped {
     ($($setter:ident => $name:literal ($($t:ty),*);)*) => {

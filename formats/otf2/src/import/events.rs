@@ -13,9 +13,9 @@ use tracex_ir::{Arg, Args, Event, ImportCtx, Location, Num, StackId, StrId, Trac
 use super::defs::Otf2Defs;
 use super::mapping::{AttrMap, LocKind, Mapping};
 use crate::diag as d;
-use crate::export::Internal;
 use crate::ffi::reader::ParamVal;
 use crate::ffi::{AttrValue, Attrs, EventHandler, MetricVal, Result};
+use crate::identity::Internal;
 
 /// A region entered and not left yet.
 struct Open {
@@ -124,7 +124,7 @@ impl<'a, 'c> Handler<'a, 'c> {
 
     fn diag(&mut self, kind: &'static tracex_ir::DiagKind) {
         let at = self.here();
-        self.ctx.defs.diag.record(kind, at);
+        self.ctx.diag.record(kind, at);
     }
 
     fn track(&mut self, loc: u64) -> Option<TrackId> {
@@ -345,7 +345,7 @@ impl<'a, 'c> Handler<'a, 'c> {
             .sum::<usize>()
             + self.rma.len()
             + self.callsites.values().map(VecDeque::len).sum::<usize>();
-        self.ctx.defs.diag.record_n(
+        self.ctx.diag.record_n(
             &d::IMPORT_UNMATCHED_MESSAGE,
             unmatched as u64,
             Location::Nowhere,

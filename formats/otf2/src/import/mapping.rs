@@ -8,15 +8,15 @@
 
 use otf2_sys as sys;
 use rustc_hash::{FxHashMap, FxHashSet};
+use tracex_ir::nest::OverflowTracks;
 use tracex_ir::{
     Arg, Args, CounterDef, CounterId, Defs, NamePriority, Process, ProcessId, ProcessKind, StackId,
     StrId, Track, TrackId, TrackKind, Value,
 };
 
 use super::defs::Otf2Defs;
-use crate::export::Internal;
 use crate::ffi::AttrValue;
-use crate::identity::{self, TrackIdentity};
+use crate::identity::{self, Internal, TrackIdentity};
 
 /// How an attribute maps to the IR.
 #[derive(Clone, Copy, Debug)]
@@ -327,6 +327,7 @@ impl Mapping {
         // tracks they spill from.
         tracex_tracks.sort_by_key(|(id, ..)| *id);
         let mut by_id: FxHashMap<u64, TrackId> = FxHashMap::default();
+        let mut lanes = OverflowTracks::default();
         for (id, r, t, process) in tracex_tracks {
             let track = match t {
                 TrackIdentity::Thread {
@@ -386,7 +387,7 @@ impl Mapping {
                     let parent = *by_id.get(&of).ok_or_else(|| {
                         format!("location {r}: overflow lane of an unknown track")
                     })?;
-                    defs.overflow_track(parent, level)
+                    lanes.get(defs, parent, level)
                 }
             };
             by_id.insert(id, track);

@@ -102,7 +102,7 @@ pub fn import(path: &Path, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result
     let flows = std::mem::take(&mut h.flows);
     drop(h);
     if unmapped > 0 {
-        ctx.defs.diag.record_n(
+        ctx.diag.record_n(
             &d::IMPORT_UNMAPPED_EVENT,
             unmapped,
             Location::File(anchor.display().to_string()),
@@ -113,14 +113,14 @@ pub fn import(path: &Path, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result
         );
     }
     for (loc, e) in &read.local_def_errors {
-        ctx.defs.diag.record_detail(
+        ctx.diag.record_detail(
             &d::IMPORT_LOCAL_DEFS_UNREADABLE,
             Location::File(format!("{} location {loc}", anchor.display())),
             e.to_string(),
         );
     }
     let paired = flows.pair(ctx.defs);
-    ctx.defs.diag.record_n(
+    ctx.diag.record_n(
         &d::IMPORT_UNMATCHED_MESSAGE,
         paired.start_without_end.0 + paired.end_without_start.0,
         paired
@@ -145,10 +145,7 @@ fn foreign_trace_meta(reader: &Reader, d: &Otf2Defs, ctx: &mut ImportCtx) {
             }
             ctx.defs.set_meta("otf2_timer_resolution", Value::UInt(res));
         }
-        _ => ctx
-            .defs
-            .diag
-            .record(&d::IMPORT_MISSING_CLOCK, Location::Nowhere),
+        _ => ctx.diag.record(&d::IMPORT_MISSING_CLOCK, Location::Nowhere),
     }
     if let Ok(Some(c)) = reader.creator() {
         ctx.defs.set_meta("otf2_creator", Value::Str(c.into()));

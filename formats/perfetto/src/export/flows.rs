@@ -17,11 +17,13 @@
 //! reads its own flows back exactly.
 
 use rustc_hash::FxHashMap;
-use tracex_ir::{Defs, FlowBind, FlowId, FlowPoint, FlowRole, Location, StrId, TrackId};
+use tracex_ir::{
+    Defs, Diagnostics, FlowBind, FlowId, FlowPoint, FlowRole, Location, StrId, TrackId,
+};
 
 use super::intern::Interner;
+use super::open::Open;
 use super::queue::{Queue, NEEDS_STATE};
-use super::Open;
 use crate::diag as d;
 use crate::pb::trace_packet::Data;
 use crate::pb::tracex::{self as x, flow_point::Role};
@@ -136,7 +138,8 @@ impl Flows {
     #[allow(clippy::too_many_arguments)]
     pub fn point(
         &mut self,
-        defs: &mut Defs,
+        defs: &Defs,
+        diag: &mut Diagnostics,
         interner: &mut Interner,
         q: &mut Queue,
         f: &FlowPoint,
@@ -225,7 +228,7 @@ impl Flows {
                     top.end_needs_state |= point.name_iid.is_some() || point.category_iid.is_some();
                     top.end_extra.flows.push(point);
                 } else {
-                    self.detached(defs, interner, q, f, names, track, t, event);
+                    self.detached(defs, diag, interner, q, f, names, track, t, event);
                 }
             }
             Native::Legacy => {
@@ -242,7 +245,7 @@ impl Flows {
                     (FlowBind::Next, _) => Some(false),
                 };
                 let Some(enclosing) = enclosing else {
-                    self.detached(defs, interner, q, f, names, track, t, event);
+                    self.detached(defs, diag, interner, q, f, names, track, t, event);
                     return self.end(f);
                 };
                 let phase = match f.role {
@@ -293,7 +296,7 @@ impl Flows {
                     },
                 );
             }
-            Native::Detached => self.detached(defs, interner, q, f, names, track, t, event),
+            Native::Detached => self.detached(defs, diag, interner, q, f, names, track, t, event),
         }
         self.end(f)
     }
@@ -308,7 +311,8 @@ impl Flows {
     #[allow(clippy::too_many_arguments)]
     fn detached(
         &mut self,
-        defs: &mut Defs,
+        defs: &Defs,
+        diag: &mut Diagnostics,
         interner: &mut Interner,
         q: &mut Queue,
         f: &FlowPoint,
@@ -317,8 +321,7 @@ impl Flows {
         t: i64,
         event: u64,
     ) {
-        defs.diag
-            .record(&d::EXPORT_FLOW_NOT_DRAWN, Location::Event(event));
+        diag.record(&d::EXPORT_FLOW_NOT_DRAWN, Location::Event(event));
         if let Some(s) = self.state.get_mut(&f.id) {
             s.native = Native::Detached;
         }
@@ -361,13 +364,12 @@ impl Flows {
     }
 
     /// Points still waiting for a next slice that never came: kept for tracex only.
-    pub fn finish(&mut self, defs: &mut Defs, q: &mut Queue) {
+    pub fn finish(&mut self, diag: &mut Diagnostics, q: &mut Queue) {
         let mut waiting: Vec<(TrackId, Vec<Waiting>)> = self.waiting.drain().collect();
         waiting.sort_by_key(|(t, _)| *t);
         for (_, points) in waiting {
             for mut w in points {
-                defs.diag
-                    .record(&d::EXPORT_FLOW_NOT_DRAWN, Location::Nowhere);
+                diag.record(&d::EXPORT_FLOW_NOT_DRAWN, Location::Nowhere);
                 w.point.detached = Some(true);
                 w.point.role = Some(role(w.role) as i32);
                 q.push(

@@ -14,6 +14,7 @@
 mod args;
 mod flows;
 mod intern;
+mod open;
 mod queue;
 mod tracks;
 
@@ -23,7 +24,8 @@ use std::collections::BinaryHeap;
 use rustc_hash::FxHashMap;
 use tracex_ir::io::OutputTarget;
 use tracex_ir::{
-    Defs, Event, Instant, Location, Num, ProcessKind, Result, Sample, Sink, Slice, TrackId,
+    Defs, Diagnostics, Event, Instant, Location, Num, ProcessKind, Result, Sample, Sink, Slice,
+    TrackId,
 };
 
 use crate::diag as d;
@@ -34,23 +36,12 @@ use crate::pb::track_event::{CounterValueField, Type};
 use crate::pb::{self, tracex as x, BuiltinClock, TracePacket, TrackEvent};
 use flows::Flows;
 use intern::Interner;
+use open::Open;
 use queue::{Queue, DELTA_CLOCK, NEEDS_STATE, STATE_CLEARED};
 use tracks::Tracks;
 
 /// Packets of one timestamp held at most, waiting for flow points that attach to them.
 const HOLD: usize = 4096;
-
-/// A slice whose end is not written yet.
-pub(crate) struct Open {
-    begin: i64,
-    /// Number of the BEGIN packet in the queue.
-    begin_packet: u64,
-    /// What the END packet carries: flows bound to the slice after its begin was written,
-    /// and the thread time at the end.
-    end_event: Box<TrackEvent>,
-    end_extra: x::Extra,
-    end_needs_state: bool,
-}
 
 pub struct Exporter {
     q: Queue,
@@ -121,7 +112,7 @@ impl Exporter {
 
     /// Perfetto time of IR time `ts`; the first timed event fixes the offset (so that no time
     /// is negative) and writes the clock snapshot.
-    fn time(&mut self, defs: &mut Defs, ts: i64) -> i64 {
+    fn time(&mut self, defs: &Defs, diag: &mut Diagnostics, ts: i64) -> i64 {
         let offset = match self.offset {
             Some(o) => o,
             None => {
@@ -167,8 +158,7 @@ impl Exporter {
         };
         let t = ts - offset;
         if t < 0 {
-            defs.diag
-                .record(&d::EXPORT_TIME_BEFORE_START, Location::Event(self.events));
+            diag.record(&d::EXPORT_TIME_BEFORE_START, Location::Event(self.events));
         }
         t
     }
@@ -176,7 +166,7 @@ impl Exporter {
     /// Moves to time `t`: what belongs to earlier times is encoded, and the slices that end by
     /// then are closed (those ending exactly at `t` only before a slice or instant, so that a
     /// flow point at a slice's end still binds to it).
-    fn advance(&mut self, defs: &mut Defs, t: i64, inclusive: bool) -> Result<()> {
+    fn advance(&mut self, defs: &Defs, t: i64, inclusive: bool) -> Result<()> {
         if t > self.now {
             self.q.encode_all()?;
             self.now = t;
@@ -195,7 +185,7 @@ impl Exporter {
     }
 
     /// Writes the END of the innermost open slice of `track`.
-    fn close(&mut self, defs: &mut Defs, track: TrackId, end: i64) {
+    fn close(&mut self, defs: &Defs, track: TrackId, end: i64) {
         let Some(stack) = self.open.get_mut(&track) else {
             return;
         };
@@ -264,12 +254,12 @@ impl Exporter {
         Some(self.tracks.thread_time(defs, &mut self.q, th))
     }
 
-    fn slice(&mut self, defs: &mut Defs, s: Slice) -> Result<()> {
+    fn slice(&mut self, defs: &Defs, diag: &mut Diagnostics, s: Slice) -> Result<()> {
         let k = self.tracks.track(defs, &mut self.q, s.track);
         if !self.started {
             self.start(Some(k));
         }
-        let t = self.time(defs, s.ts);
+        let t = self.time(defs, diag, s.ts);
         self.advance(defs, t, true)?;
         let mut ev = self.common(defs, k, s.name, s.cat, &s.args, s.stack);
         ev.r#type = Some(Type::SliceBegin as i32);
@@ -332,9 +322,9 @@ impl Exporter {
         Ok(())
     }
 
-    fn instant(&mut self, defs: &mut Defs, i: Instant) -> Result<()> {
+    fn instant(&mut self, defs: &Defs, diag: &mut Diagnostics, i: Instant) -> Result<()> {
         let k = self.tracks.track(defs, &mut self.q, i.track);
-        let t = self.time(defs, i.ts);
+        let t = self.time(defs, diag, i.ts);
         self.advance(defs, t, true)?;
         let mut ev = self.common(defs, k, i.name, i.cat, &i.args, i.stack);
         ev.r#type = Some(Type::Instant as i32);
@@ -356,9 +346,14 @@ impl Exporter {
         Ok(())
     }
 
-    fn counter(&mut self, defs: &mut Defs, c: tracex_ir::CounterValue) -> Result<()> {
+    fn counter(
+        &mut self,
+        defs: &Defs,
+        diag: &mut Diagnostics,
+        c: tracex_ir::CounterValue,
+    ) -> Result<()> {
         let k = self.tracks.counter(defs, &mut self.q, c.counter);
-        let t = self.time(defs, c.ts);
+        let t = self.time(defs, diag, c.ts);
         self.advance(defs, t, false)?;
         let ev = TrackEvent {
             r#type: Some(Type::Counter as i32),
@@ -379,9 +374,9 @@ impl Exporter {
         Ok(())
     }
 
-    fn sample(&mut self, defs: &mut Defs, s: Sample) -> Result<()> {
+    fn sample(&mut self, defs: &Defs, diag: &mut Diagnostics, s: Sample) -> Result<()> {
         let Some((pid, tid)) = self.tracks.sample_task(defs, &mut self.q, s.track) else {
-            defs.diag.record(
+            diag.record(
                 &d::EXPORT_SAMPLE_WITHOUT_THREAD,
                 Location::Event(self.events),
             );
@@ -389,7 +384,7 @@ impl Exporter {
         };
         let t = match s.ts {
             Some(ts) => {
-                let t = self.time(defs, ts);
+                let t = self.time(defs, diag, ts);
                 self.advance(defs, t, false)?;
                 Some(t)
             }
@@ -436,8 +431,7 @@ impl Exporter {
                 );
             }
             None => {
-                defs.diag
-                    .record(&d::EXPORT_UNTIMED_SAMPLE, Location::Event(self.events));
+                diag.record(&d::EXPORT_UNTIMED_SAMPLE, Location::Event(self.events));
                 extra.untimed = Some(true);
                 self.q.push_absolute(
                     0,
@@ -488,19 +482,19 @@ impl Exporter {
 }
 
 impl Sink for Exporter {
-    fn event(&mut self, defs: &mut Defs, event: Event) -> Result<()> {
+    fn event(&mut self, defs: &Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
         if !self.started && !matches!(event, Event::Slice(_)) {
             self.start(None);
         }
         self.events += 1;
         match event {
-            Event::Slice(s) => self.slice(defs, s),
-            Event::Instant(i) => self.instant(defs, i),
-            Event::Counter(c) => self.counter(defs, c),
-            Event::Sample(s) => self.sample(defs, s),
+            Event::Slice(s) => self.slice(defs, diag, s),
+            Event::Instant(i) => self.instant(defs, diag, i),
+            Event::Counter(c) => self.counter(defs, diag, c),
+            Event::Sample(s) => self.sample(defs, diag, s),
             Event::Flow(f) => {
                 let k = self.tracks.track(defs, &mut self.q, f.track);
-                let t = self.time(defs, f.ts);
+                let t = self.time(defs, diag, f.ts);
                 self.advance(defs, t, false)?;
                 let carrier = flows::Carriers {
                     open: self.open.get_mut(&f.track),
@@ -508,6 +502,7 @@ impl Sink for Exporter {
                 };
                 self.flows.point(
                     defs,
+                    diag,
                     &mut self.interner,
                     &mut self.q,
                     &f,
@@ -521,12 +516,12 @@ impl Sink for Exporter {
         }
     }
 
-    fn finish(&mut self, defs: &mut Defs) -> Result<()> {
+    fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
         if !self.started {
             self.start(None);
         }
         self.advance(defs, i64::MAX, true)?;
-        self.flows.finish(defs, &mut self.q);
+        self.flows.finish(diag, &mut self.q);
         self.tracks.finish(defs, &mut self.q);
         self.trace_info(defs);
         self.q.finish()?;

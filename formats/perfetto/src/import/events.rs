@@ -3,16 +3,16 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use tracex_ir::diag::kinds as ir_kinds;
 use tracex_ir::{
-    Args, Defs, Event, FlowBind, FlowRole, ImportCtx, Instant, Location, Num, ProcessId, Result,
-    Sample, Slice, StackId, StrId, Track, TrackId, TrackKind, Value,
+    Args, Defs, Diagnostics, Event, FlowBind, FlowRole, ImportCtx, Instant, Location, Num,
+    ProcessId, Result, Sample, Slice, StackId, StrId, Track, TrackId, TrackKind, Value,
 };
 
 use super::args::{self, Lost};
 use super::clock::{Clocks, BOOTTIME, MONOTONIC};
 use super::flows::{FlowPoints, How, Key, Pt};
-use super::sequence::Sequence;
+use super::sequence::{flags, Sequence};
+use super::tally::Tally;
 use super::tracks::{Target, TrackMap};
-use super::{flags, Tally};
 use crate::diag as d;
 use crate::pb::trace_packet::Data;
 use crate::pb::tracex::{flow_point::Role, Extra, FlowPoint as XFlow};
@@ -170,9 +170,7 @@ impl State {
             seq.clear();
         } else if p.previous_packet_dropped.unwrap_or(0) != 0 {
             seq.valid = false;
-            ctx.defs
-                .diag
-                .record(&d::IMPORT_DATA_LOSS, Location::Byte(at));
+            ctx.diag.record(&d::IMPORT_DATA_LOSS, Location::Byte(at));
         }
         if let Some(defaults) = &p.trace_packet_defaults {
             seq.defaults = Some((**defaults).clone());
@@ -185,8 +183,7 @@ impl State {
             return Ok(());
         }
         if needs && !seq.valid {
-            ctx.defs
-                .diag
+            ctx.diag
                 .record(&d::IMPORT_INVALID_STATE, Location::Byte(at));
             return Ok(());
         }
@@ -197,7 +194,7 @@ impl State {
         let ts = match self.packet_time(seq, &p) {
             Ok(ts) => ts,
             Err(kind) if timed => {
-                ctx.defs.diag.record(kind, Location::Byte(at));
+                ctx.diag.record(kind, Location::Byte(at));
                 return Ok(());
             }
             Err(_) => None,
@@ -283,7 +280,7 @@ impl State {
                 Ok(())
             }
             Some(Data::ZstdCompressedPackets(_)) => {
-                ctx.defs.diag.record(&d::IMPORT_ZSTD, Location::Byte(at));
+                ctx.diag.record(&d::IMPORT_ZSTD, Location::Byte(at));
                 Ok(())
             }
             Some(other) => {
@@ -417,7 +414,6 @@ impl State {
                 }));
             }
             _ => ctx
-                .defs
                 .diag
                 .record(&d::IMPORT_COUNTER_WITHOUT_VALUE, Location::Byte(at)),
         }
@@ -762,8 +758,7 @@ impl State {
                 {
                     Some(t) => t,
                     None => {
-                        ctx.defs
-                            .diag
+                        ctx.diag
                             .record(&d::IMPORT_UNKNOWN_CLOCK, Location::Byte(at));
                         return Ok(());
                     }
@@ -779,16 +774,14 @@ impl State {
                 {
                     Some(t) => t,
                     None => {
-                        ctx.defs
-                            .diag
+                        ctx.diag
                             .record(&d::IMPORT_UNKNOWN_CLOCK, Location::Byte(at));
                         return Ok(());
                     }
                 }
             }
             (None, None) => {
-                ctx.defs
-                    .diag
+                ctx.diag
                     .record(&d::IMPORT_MISSING_TIMESTAMP, Location::Byte(at));
                 return Ok(());
             }
@@ -805,8 +798,7 @@ impl State {
                 Some(CounterValueField::CounterValue(v)) => Num::Int(v),
                 Some(CounterValueField::DoubleCounterValue(v)) => Num::Float(v),
                 None => {
-                    ctx.defs
-                        .diag
+                    ctx.diag
                         .record(&d::IMPORT_COUNTER_WITHOUT_VALUE, Location::Byte(at));
                     return Ok(());
                 }
@@ -918,11 +910,10 @@ impl State {
                 } else {
                     match self.slices.end(track, &end) {
                         Some(s) => {
-                            let s = close(ctx.defs, s, end);
+                            let s = close(ctx.defs, ctx.diag, s, end);
                             ctx.emit(Event::Slice(s))?
                         }
                         None => ctx
-                            .defs
                             .diag
                             .record(&d::IMPORT_UNMATCHED_END, Location::Byte(at)),
                     }
@@ -936,8 +927,7 @@ impl State {
                     _ => track,
                 };
                 if thread_time.is_some() {
-                    ctx.defs
-                        .diag
+                    ctx.diag
                         .record(&d::IMPORT_THREAD_TIME_DROPPED, Location::Byte(at));
                 }
                 let args = self.event_args(ctx, seq, &te, at);
@@ -1259,8 +1249,7 @@ impl State {
         name: Option<StrId>,
     ) {
         let Some(tid) = tid else {
-            ctx.defs
-                .diag
+            ctx.diag
                 .record(&d::IMPORT_SAMPLE_WITHOUT_THREAD, Location::Byte(at));
             return;
         };
@@ -1298,7 +1287,6 @@ impl State {
             match ts {
                 Some(ts) => self.sample(ctx, at, Some(ts), pid, tid, stack, 1, None, None),
                 None => ctx
-                    .defs
                     .diag
                     .record(&d::IMPORT_UNKNOWN_CLOCK, Location::Byte(at)),
             }
@@ -1316,11 +1304,10 @@ impl State {
                     Rec::Begin(s) => self.slices.begin(track, s),
                     Rec::End(end) => match self.slices.end(track, &end) {
                         Some(s) => {
-                            let s = close(ctx.defs, s, end);
+                            let s = close(ctx.defs, ctx.diag, s, end);
                             ctx.emit(Event::Slice(s))?
                         }
                         None => ctx
-                            .defs
                             .diag
                             .record(&d::IMPORT_UNMATCHED_END, Location::Byte(end.at)),
                     },
@@ -1329,7 +1316,7 @@ impl State {
         }
         let open = self.slices.drain();
         if !open.is_empty() {
-            ctx.defs.diag.record_n(
+            ctx.diag.record_n(
                 &ir_kinds::OPEN_SLICE,
                 open.len() as u64,
                 Location::Nowhere,
@@ -1347,7 +1334,7 @@ impl State {
         }
         let lost = unpaired.start_alone + unpaired.step_without_start + unpaired.end_without_start;
         if lost > 0 {
-            ctx.defs.diag.record_n(
+            ctx.diag.record_n(
                 &d::IMPORT_FLOW_UNPAIRED,
                 lost,
                 Location::Nowhere,
@@ -1357,29 +1344,29 @@ impl State {
                 )),
             );
         }
-        let defs = &mut *ctx.defs;
-        defs.diag.record_n(
+        let diag = &mut *ctx.diag;
+        diag.record_n(
             &d::IMPORT_PROTO_ARG,
             self.lost.protos,
             Location::Nowhere,
             None::<String>,
         );
-        defs.diag.record_n(
+        diag.record_n(
             &d::IMPORT_MISSING_IID,
             self.lost.missing_iids,
             Location::Nowhere,
             None::<String>,
         );
-        defs.diag.record_n(
+        diag.record_n(
             &d::IMPORT_UNKNOWN_TRACK,
             self.tracks.unknown,
             Location::Nowhere,
             None::<String>,
         );
-        std::mem::take(&mut self.unmapped).record(defs, &d::IMPORT_UNMAPPED);
-        std::mem::take(&mut self.bookkeeping).record(defs, &d::IMPORT_BOOKKEEPING);
-        std::mem::take(&mut self.typed).record(defs, &d::IMPORT_TYPED_ARGS);
-        std::mem::take(&mut self.events_unmapped).record(defs, &d::IMPORT_UNMAPPED_EVENT);
+        std::mem::take(&mut self.unmapped).record(diag, &d::IMPORT_UNMAPPED);
+        std::mem::take(&mut self.bookkeeping).record(diag, &d::IMPORT_BOOKKEEPING);
+        std::mem::take(&mut self.typed).record(diag, &d::IMPORT_TYPED_ARGS);
+        std::mem::take(&mut self.events_unmapped).record(diag, &d::IMPORT_UNMAPPED_EVENT);
         Ok(())
     }
 }
@@ -1420,7 +1407,7 @@ impl OpenSlices {
 
 /// A slice completed by its end: the end's arguments join the begin's, the thread time at the
 /// end gives the thread duration, and a negative duration is clamped (and kept in args).
-fn close(defs: &mut Defs, mut s: Slice, end: End) -> Slice {
+fn close(defs: &mut Defs, diag: &mut Diagnostics, mut s: Slice, end: End) -> Slice {
     s.dur = Some(end.ts - s.ts);
     for a in end.args {
         tracex_ir::defs::set_arg(&mut s.args, a.key, a.value);
@@ -1435,8 +1422,7 @@ fn close(defs: &mut Defs, mut s: Slice, end: End) -> Slice {
         let key = defs.intern("tracex_original_dur_ns");
         tracex_ir::defs::set_arg(&mut s.args, key, Value::Int(dur));
         s.dur = Some(0);
-        defs.diag
-            .record(&ir_kinds::SLICE_NEGATIVE_DURATION, Location::Byte(end.at));
+        diag.record(&ir_kinds::SLICE_NEGATIVE_DURATION, Location::Byte(end.at));
     }
     s
 }

@@ -13,16 +13,16 @@ mod clock;
 mod events;
 mod flows;
 mod sequence;
+mod tally;
 mod tracks;
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
 use prost::Message;
 use rustc_hash::{FxHashMap, FxHashSet};
-use tracex_ir::{Defs, Error, ImportCtx, Location, Result, Value};
+use tracex_ir::{Error, ImportCtx, Location, Result, Value};
 
 use crate::diag as d;
 use crate::options::ImportOptions;
@@ -298,17 +298,16 @@ pub fn import(path: &Path, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result
                 st.packet(ctx, &mut seqs[i], at, p, unknown)
             }
             Item::Bad(at, e) => {
-                ctx.defs
-                    .diag
+                ctx.diag
                     .record_detail(&d::IMPORT_BAD_PACKET, Location::Byte(at), e);
                 Ok(())
             }
             Item::Torn(at) => {
-                ctx.defs.diag.record(&d::IMPORT_TORN, Location::Byte(at));
+                ctx.diag.record(&d::IMPORT_TORN, Location::Byte(at));
                 Ok(())
             }
             Item::Other(field, at) => {
-                ctx.defs.diag.record_detail(
+                ctx.diag.record_detail(
                     &d::IMPORT_TRACE_FIELD,
                     Location::Byte(at),
                     format!("field {field}"),
@@ -318,44 +317,4 @@ pub fn import(path: &Path, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result
         },
     )?;
     st.finish(ctx)
-}
-
-/// Counts by kind, reported as one diagnostic whose detail lists them.
-#[derive(Default)]
-pub(crate) struct Tally {
-    counts: BTreeMap<String, u64>,
-    first: Option<Location>,
-}
-
-impl Tally {
-    pub fn add(&mut self, kind: impl Into<String>, at: Location) {
-        *self.counts.entry(kind.into()).or_insert(0) += 1;
-        self.first.get_or_insert(at);
-    }
-
-    pub fn record(self, defs: &mut Defs, kind: &'static tracex_ir::DiagKind) {
-        let total: u64 = self.counts.values().sum();
-        let detail = self
-            .counts
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        defs.diag.record_n(
-            kind,
-            total,
-            self.first.unwrap_or(Location::Nowhere),
-            Some(detail),
-        );
-    }
-}
-
-/// Whether a packet clears its sequence's incremental state, or needs it.
-fn flags(p: &TracePacket) -> (bool, bool) {
-    let f = p.sequence_flags.unwrap_or(0);
-    (
-        p.incremental_state_cleared == Some(true)
-            || f & SequenceFlags::SeqIncrementalStateCleared as u32 != 0,
-        f & SequenceFlags::SeqNeedsIncrementalState as u32 != 0,
-    )
 }

@@ -8,7 +8,8 @@ use tracex_ir::{Defs, StackId, StrId};
 
 use super::clock::SequenceClocks;
 use crate::pb::stack_sample::TaskContext;
-use crate::pb::{InternedData, SourceLocation, ThreadDescriptor, TracePacketDefaults};
+use crate::pb::trace_packet::SequenceFlags;
+use crate::pb::{InternedData, SourceLocation, ThreadDescriptor, TracePacket, TracePacketDefaults};
 
 #[derive(Default)]
 pub struct Sequence {
@@ -158,4 +159,14 @@ impl Sequence {
         self.stacks.insert(iid, s);
         Some(s)
     }
+}
+
+/// Whether a packet clears its sequence's incremental state, or needs it.
+pub(super) fn flags(p: &TracePacket) -> (bool, bool) {
+    let f = p.sequence_flags.unwrap_or(0);
+    (
+        p.incremental_state_cleared == Some(true)
+            || f & SequenceFlags::SeqIncrementalStateCleared as u32 != 0,
+        f & SequenceFlags::SeqNeedsIncrementalState as u32 != 0,
+    )
 }

@@ -14,6 +14,7 @@
 //! Tracks written by tracex carry tracex's extension, which restores what they were exactly.
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use tracex_ir::nest::OverflowTracks;
 use tracex_ir::{
     Args, CounterDef, CounterId, Defs, NamePriority, Process, ProcessId, ProcessKind, ThreadId,
     Track, TrackId, TrackKind, Value,
@@ -58,6 +59,8 @@ pub struct TrackMap {
     pub readings: FxHashMap<u64, CounterReading>,
     /// uuids events referred to without a descriptor anywhere in the trace.
     pub unknown: u64,
+    /// Overflow lanes, one track per (track, level) whoever defines it first.
+    overflow: OverflowTracks,
 }
 
 fn desc_name(d: &TrackDescriptor) -> Option<&str> {
@@ -539,7 +542,7 @@ impl TrackMap {
                     Some(Target::Track(t)) => t,
                     _ => return self.resolve_native(defs, uuid, d),
                 };
-                Target::Track(defs.overflow_track(of, x.overflow_level.unwrap_or(1)))
+                Target::Track(self.overflow.get(defs, of, x.overflow_level.unwrap_or(1)))
             }
             Kind::Counter => {
                 let process = if x.global == Some(true) {

@@ -1,41 +1,8 @@
-//! Folded stacks in the registry, and their command-line options.
+//! Folded-stack options on the command line, and what they set in `tracex-folded`'s options.
 
 use clap::ValueEnum;
-use tracex_folded::options::{Dialect, Fold, Weight};
-use tracex_ir::io::OutputTarget;
-use tracex_ir::{EventOrder, ImportCtx, Result, Sink};
-
-use super::{Format, InputKind};
-use crate::input::Input;
-use crate::options::Options;
-
-fn import(input: &mut Input, opts: &Options, ctx: &mut ImportCtx) -> Result<()> {
-    let r = input.take_reader()?;
-    tracex_folded::import(r, &opts.folded_import, ctx)
-}
-
-fn export(target: &OutputTarget, opts: &Options) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(tracex_folded::Exporter::create(
-        target,
-        &opts.folded_export,
-    )?))
-}
-
-pub static FORMAT: Format = Format {
-    name: tracex_folded::NAME,
-    aliases: &["collapsed", "flamegraph"],
-    description: "Folded stacks (inferno, flamegraph.pl, speedscope); reads the uprobe profiler's extended lines too; writes GPU work by CPU stack",
-    extensions: tracex_folded::EXTENSIONS,
-    sniff: tracex_folded::sniff,
-    import: Some(import),
-    export: Some(export),
-    // Extended lines are timed and need not be in order.
-    order: EventOrder::Unsorted,
-    input: InputKind::Stream,
-    diagnostics: tracex_folded::DIAGNOSTICS,
-    refines: None,
-    select_activity: None,
-};
+use tracex_folded::options::{Dialect, ExportOptions, Fold, ImportOptions, Weight};
+use tracex_ir::format::Options;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum FoldArg {
@@ -76,7 +43,6 @@ pub enum DialectArg {
     Extended,
 }
 
-/// Folded options on the command line.
 #[derive(clap::Args, Debug, Clone)]
 pub struct FoldedArgs {
     /// What the output's stacks are made of
@@ -118,7 +84,7 @@ fn tolerance_ms(text: &str) -> Result<f64, String> {
 
 impl FoldedArgs {
     pub fn apply(&self, opts: &mut Options) {
-        let e = &mut opts.folded_export;
+        let e = opts.get_mut::<ExportOptions>();
         e.fold = match self.fold {
             FoldArg::Auto => Fold::Auto,
             FoldArg::Gpu => Fold::Gpu,
@@ -135,7 +101,7 @@ impl FoldedArgs {
         e.prefix.thread = self.prefix.contains(&PrefixArg::Thread);
         e.tolerance_ns = (self.tolerance_ms * 1e6).round() as i64;
         e.summary = self.summary;
-        opts.folded_import.dialect = match self.folded_input {
+        opts.get_mut::<ImportOptions>().dialect = match self.folded_input {
             DialectArg::Auto => Dialect::Auto,
             DialectArg::Plain => Dialect::Plain,
             DialectArg::Extended => Dialect::Extended,

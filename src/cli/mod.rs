@@ -1,6 +1,18 @@
-//! Command-line interface.
+//! Command-line interface: the commands and their arguments. Format options are declared per
+//! format ([`chrome`], [`folded`], [`nsys`], [`otf2`]), each with the one function that sets the
+//! format crate's options from them.
+
+mod chrome;
+mod common;
+mod folded;
+mod nsys;
+#[cfg(feature = "otf2")]
+mod otf2;
+
+pub use common::CommonArgs;
 
 use clap::{Args, Parser, Subcommand};
+use tracex_ir::format::Options;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -84,90 +96,31 @@ pub struct ConvertArgs {
     pub common: CommonArgs,
 
     #[command(flatten, next_help_heading = "Chrome JSON")]
-    pub chrome: crate::formats::chrome::ChromeArgs,
+    pub chrome: chrome::ChromeArgs,
 
     #[command(flatten, next_help_heading = "Folded stacks (flame graphs)")]
-    pub folded: crate::formats::folded::FoldedArgs,
+    pub folded: folded::FoldedArgs,
 
     #[cfg(feature = "otf2")]
     #[command(flatten, next_help_heading = "OTF2")]
-    pub otf2: crate::formats::otf2::Otf2Args,
+    pub otf2: otf2::Otf2Args,
 
     #[command(flatten, next_help_heading = "Nsight Systems")]
-    pub nsys: crate::formats::nsys::NsysArgs,
+    pub nsys: nsys::NsysArgs,
 }
 
-/// Options shared by every command that reads traces.
-#[derive(Args, Debug, Clone)]
-pub struct CommonArgs {
-    /// Fail (exit 1, no output) when the input has errors that were worked around
-    #[arg(long)]
-    pub strict: bool,
-
-    /// Memory for reordering events before spilling to temporary files (e.g. 512M, 2G)
-    #[arg(long, value_name = "SIZE", default_value = "256M")]
-    pub mem_budget: String,
-
-    /// Keep only this time window, A:B with units ns, us, ms or s (either side may be empty:
-    /// `2s:`), relative to the trace's first event; slices crossing an edge are clipped and marked
-    #[arg(long, value_name = "A:B", help_heading = "Filters")]
-    pub time_range: Option<String>,
-
-    /// Read --time-range in the trace's own clock (its timestamps) instead of from its start
-    #[arg(long, help_heading = "Filters")]
-    pub absolute: bool,
-
-    /// Keep only these processes (pid, or a string id); GPU devices are always kept
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_name = "PID",
-        help_heading = "Filters"
-    )]
-    pub pid: Vec<String>,
-
-    /// Keep only events whose name matches one of these regular expressions
-    #[arg(long, value_name = "REGEX", help_heading = "Filters")]
-    pub include: Vec<String>,
-
-    /// Drop events whose name matches one of these regular expressions
-    #[arg(long, value_name = "REGEX", help_heading = "Filters")]
-    pub exclude: Vec<String>,
-
-    /// Keep only these kinds: cuda-api, kernel, memcpy, memset, sync, nvtx, osrt, mpi, library,
-    /// other, samples, counters, instants, flows
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_name = "KINDS",
-        help_heading = "Filters"
-    )]
-    pub activity: Vec<String>,
-}
-
-impl CommonArgs {
-    /// The filters these options ask for.
-    pub fn filter(&self) -> anyhow::Result<crate::filter::FilterSpec> {
-        let mut f = crate::filter::FilterSpec::default();
-        if let Some(r) = &self.time_range {
-            f.set_time_range(r, self.absolute)?;
-        } else if self.absolute {
-            anyhow::bail!("--absolute applies to --time-range, which is missing");
-        }
-        f.pids = self.pid.clone();
-        let re = |v: &[String], what: &str| -> anyhow::Result<Vec<regex::Regex>> {
-            v.iter()
-                .map(|p| regex::Regex::new(p).map_err(|e| anyhow::anyhow!("--{what} {p:?}: {e}")))
-                .collect()
-        };
-        f.include = re(&self.include, "include")?;
-        f.exclude = re(&self.exclude, "exclude")?;
-        let nsys_words: Vec<&str> = tracex_nsys::Activity::ALL
-            .iter()
-            .map(|a| a.name())
-            .collect();
-        f.set_activity(&self.activity, &nsys_words)?;
-        Ok(f)
+impl ConvertArgs {
+    /// The options of every format, from the command line.
+    pub fn format_options(&self) -> Options {
+        let mut opts = Options::default();
+        self.chrome.apply(&mut opts);
+        // --gzip-level (declared with Chrome's flags) sets .pftrace.gz outputs too
+        opts.get_mut::<tracex_perfetto::ExportOptions>().gzip_level = self.chrome.gzip_level;
+        self.folded.apply(&mut opts);
+        self.nsys.apply(&mut opts);
+        #[cfg(feature = "otf2")]
+        self.otf2.apply(&mut opts);
+        opts
     }
 }
 

@@ -1,0 +1,16 @@
+//! Chrome JSON options on the command line, and what they set in `tracex-chrome`'s options.
+
+use tracex_ir::format::Options;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ChromeArgs {
+    /// gzip level for .json.gz and .pftrace.gz outputs (0-9)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub gzip_level: u32,
+}
+
+impl ChromeArgs {
+    pub fn apply(&self, opts: &mut Options) {
+        opts.get_mut::<tracex_chrome::ExportOptions>().gzip_level = self.gzip_level;
+    }
+}
