@@ -33,6 +33,11 @@ use clock::Clocks;
 use sequence::Sequence;
 use tracks::TrackMap;
 
+/// Bytes one `compressed_packets` bundle may inflate to, as much as one packet may hold; more
+/// is taken for corruption or a decompression bomb (Perfetto compresses bundles of a few
+/// hundred KiB).
+const MAX_INFLATED: u64 = crate::wire::MAX_PACKET;
+
 /// A packet type each pass decodes: the full `TracePacket`, or the first pass's `ScanPacket`.
 trait Packet: Message + Default {
     /// The zlib-compressed packets it holds, if it is a bundle of them.
@@ -104,28 +109,43 @@ fn each_packet<M: Packet>(
             f(Item::Packet(at, p, body))?;
             continue;
         };
-        let mut inflated = Vec::new();
-        if let Err(e) = flate2::read::ZlibDecoder::new(&z[..]).read_to_end(&mut inflated) {
-            f(Item::Bad(
-                at,
-                format!("compressed packets do not inflate: {e}"),
-            ))?;
-            continue;
-        }
-        let mut inner = PacketReader::new(&inflated[..]);
+        // inflated as a stream, one inner packet at a time, and bounded: a small bundle can
+        // claim gigabytes (a decompression bomb)
+        let zlib = flate2::read::ZlibDecoder::new(&z[..]).take(MAX_INFLATED + 1);
+        let mut inner = PacketReader::new(BufReader::new(zlib));
         loop {
-            match inner.next()? {
+            let next = match inner.next() {
+                Ok(n) => n,
+                Err(e) => {
+                    f(Item::Bad(
+                        at,
+                        format!("compressed packets do not inflate: {e}"),
+                    ))?;
+                    break;
+                }
+            };
+            match next {
                 Ok(Next::Packet(_, b)) => match M::decode(&b[..]) {
                     Ok(p) => f(Item::Packet(at, p, b))?,
                     Err(e) => f(Item::Bad(at, e.to_string()))?,
                 },
                 Ok(Next::End) => break,
-                Ok(Next::Other(field, _)) => f(Item::Other(field, at))?,
-                Ok(Next::Torn(_)) | Err(_) => {
+                // no field has number 0: corrupt (zeros inflated from a bomb)
+                Ok(Next::Other(0, _)) => {
                     f(Item::Bad(
                         at,
-                        "compressed packets end in the middle of a packet".into(),
+                        "compressed packets hold a field numbered 0".into(),
                     ))?;
+                    break;
+                }
+                Ok(Next::Other(field, _)) => f(Item::Other(field, at))?,
+                Ok(Next::Torn(_)) | Err(_) => {
+                    let why = if inner.offset() > MAX_INFLATED {
+                        format!("compressed packets inflate to more than {MAX_INFLATED} bytes")
+                    } else {
+                        "compressed packets end in the middle of a packet".into()
+                    };
+                    f(Item::Bad(at, why))?;
                     break;
                 }
             }
