@@ -1,7 +1,10 @@
 # The two commands of the README:
 #   make demo   installs what is missing, builds, converts the bundled example to every output format
 #   make test   installs what is missing, builds and runs every test (../shared/fixtures when present)
-.PHONY: setup build demo test lint bench
+#   make fuzz   runs every fuzz target for FUZZ_SECONDS (default 180) each
+.PHONY: setup build demo test lint bench fuzz memcheck install dist docker
+
+FUZZ_SECONDS ?= 180
 
 setup:
 	scripts/setup.sh
@@ -14,8 +17,22 @@ demo: build
 
 test: setup
 	cargo build --release --locked
-	TRACEX_BIN=$(CURDIR)/target/release/tracex cargo test --locked --workspace -- --test-threads=2 --show-output
+	# a copy: the wheel test's maturin build rewrites target/release/tracex while tests run
+	cp target/release/tracex target/tracex-under-test
+	TRACEX_BIN=$(CURDIR)/target/tracex-under-test cargo test --locked --workspace -- --test-threads=2 --show-output
 	cargo check --locked --no-default-features
+	$(MAKE) memcheck
+
+# Memory safety: the FFI under valgrind and AddressSanitizer, the bindings checked for aarch64,
+# and every fuzz target replaying its saved corpus.
+memcheck:
+	scripts/valgrind.sh
+	scripts/sanitize.sh
+	scripts/cross-check.sh
+	scripts/fuzz.sh regress
+
+fuzz: setup
+	scripts/fuzz.sh run $(FUZZ_SECONDS)
 
 lint:
 	cargo fmt --all -- --check
@@ -24,3 +41,22 @@ lint:
 
 bench: build
 	scripts/bench.sh
+
+# `make install` (PREFIX=/usr/local, DESTDIR for packaging): the binary, its man pages and the
+# bash, zsh and fish completions where those shells look for them.
+PREFIX ?= /usr/local
+install: build
+	install -Dm755 target/release/tracex $(DESTDIR)$(PREFIX)/bin/tracex
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	target/release/tracex man --dir $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	target/release/tracex completions bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tracex
+	target/release/tracex completions zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tracex
+	target/release/tracex completions fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tracex.fish
+
+# The release archive target/dist/tracex-VERSION-TARGET.tar.gz (binary, completions, man, README, licences).
+dist: setup
+	scripts/dist.sh
+
+docker:
+	docker build -t tracex .

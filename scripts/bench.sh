@@ -5,6 +5,14 @@
 # also time it on the same export.
 # merge: set TRACEX_REFERENCE_MERGE=/path/to/merge_gpu_cpu_trace.py to also time the reference
 # script (not part of tracex) on 20k launches.
+# Every job prints wall time, CPU time (user + system), peak RSS and input MB/s.
+#
+# Peers (never part of the project; measured in the same run, with the ratio peer/tracex):
+#   TRACEX_PEER_NSYS_CHROME=/path/to/nsys-chrome   nCompass's converter: `python3 -m venv v &&
+#       v/bin/pip install ncompass==0.1.15`, the binary is v/lib/python3*/site-packages/ncompass/bin/
+#       nsys-chrome (a release build of ncompass_rust/trace_converters/nsys-chrome is faster)
+#   TRACEX_PEER_NSYS2JSON=/path/to/nsys2json.py    `git clone https://github.com/chenyu-jiang/nsys2json`
+#       (run with python3)
 # Inputs are generated under bench-out/ (not committed). Run by `make bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,14 +24,27 @@ mkdir -p "$out"
 sections=("$@")
 [ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge nsys perfetto series)
 
-# measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, MB/s, peak RSS.
+# measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, CPU time,
+# MB/s and peak RSS; leaves wall and CPU seconds in $last_wall and $last_cpu.
+last_wall=0 last_cpu=0
 measure() {
   local label=$1 bytes=$2; shift 2
   local t; t=$(mktemp)
   /usr/bin/time -f "%e %M %U %S" -o "$t" "$@" >/dev/null
   read -r secs kb user sys < "$t"; rm -f "$t"
-  awk -v l="$label" -v s="$secs" -v k="$kb" -v b="$bytes" -v c="$(awk -v u="$user" -v y="$sys" 'BEGIN { print u + y }')" \
+  last_wall=$secs
+  last_cpu=$(awk -v u="$user" -v y="$sys" 'BEGIN { print u + y }')
+  awk -v l="$label" -v s="$secs" -v k="$kb" -v b="$bytes" -v c="$last_cpu" \
     'BEGIN { printf "%-48s %7.2f s (cpu %6.2f s) %9.1f MB/s %8.1f MB peak RSS\n", l, s, c, (s > 0 ? b / 1e6 / s : 0), k / 1024 }'
+}
+
+# versus LABEL INPUT_BYTES CMD...: measures a peer right after the tracex job just measured and
+# prints how many times slower the peer is, in wall and in CPU time.
+versus() {
+  local wall=$last_wall cpu=$last_cpu label=$1
+  measure "$@"
+  awk -v l="  $label / tracex" -v w="$last_wall" -v tw="$wall" -v c="$last_cpu" -v tc="$cpu" \
+    'BEGIN { printf "%-48s %7.1fx wall, %5.1fx cpu\n", l, (tw > 0 ? w / tw : 0), (tc > 0 ? c / tc : 0) }'
 }
 
 size() { stat -c %s "$1"; }
@@ -86,14 +107,28 @@ for s in "${sections[@]}"; do
       [ -f "$q" ] || "$gen" nsys --kernels 250000 --nvtx 25000 --out "$q"
       [ -f "$u" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --unsorted --out "$u"
       echo "== nsys: $(size "$f") bytes, 1M kernels + 1M runtime calls + 100k NVTX ranges"
+      measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
       measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
+      if [ -n "${TRACEX_PEER_NSYS2JSON:-}" ]; then
+        versus "nsys2json.py" "$(size "$f")" python3 "$TRACEX_PEER_NSYS2JSON" -f "$f" \
+          -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
+      fi
+      measure "nsys 1M -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json.gz"
+      if [ -n "${TRACEX_PEER_NSYS_CHROME:-}" ]; then
+        versus "nsys-chrome" "$(size "$f")" "$TRACEX_PEER_NSYS_CHROME" "$f" -o "$out/nsys-1m.peer.json.gz"
+      fi
       measure "nsys 1M -> chrome json, without nvtx-kernel" "$(size "$f")" \
         "$bin" -q convert -f --activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
       measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
       measure "nsys 250k -> otf2" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.otf2"
       measure "nsys 1M -> otf2" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.otf2"
+      measure "import only, rows not in time order" "$(size "$u")" "$bin" -q info "$u"
       measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
         "$bin" -q convert -f "$u" "$out/nsys-1m.json"
+      if [ -n "${TRACEX_PEER_NSYS2JSON:-}" ]; then
+        versus "nsys2json.py" "$(size "$u")" python3 "$TRACEX_PEER_NSYS2JSON" -f "$u" \
+          -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
+      fi
       ;;
     perfetto)
       # nsys 1M kernels + 1M runtime calls + 100k NVTX ranges -> .pftrace beside -> Chrome JSON:

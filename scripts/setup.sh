@@ -9,7 +9,11 @@ want_browser=1
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 python3-venv gzip time)
+# valgrind: the FFI tests (scripts/valgrind.sh); gcc-aarch64-linux-gnu, libc6-dev-arm64-cross: the
+# aarch64 check of the
+# OTF2 bindings and their C shim.
+pkgs=(pkg-config libclang-dev libotf2-trace-dev otf2-tools python3-otf2 python3-venv binutils gzip time valgrind libc6-dev-arm64-cross
+      gcc-aarch64-linux-gnu)
 [ "$want_browser" = 1 ] && pkgs+=(chromium)
 
 missing=()
@@ -31,6 +35,27 @@ fi
 if ! command -v inferno-flamegraph >/dev/null 2>&1; then
   echo "setup: installing inferno (cargo install, a few minutes)" >&2
   cargo install --quiet --locked inferno
+fi
+# cargo-fuzz drives the fuzz targets of fuzz/ (scripts/fuzz.sh); libFuzzer itself comes with the
+# libfuzzer-sys crate.
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "setup: installing cargo-fuzz (cargo install, a few minutes)" >&2
+  cargo install --quiet --locked cargo-fuzz
+fi
+# The standard library for aarch64, to check that the OTF2 bindings build there (not fatal:
+# scripts/cross-check.sh says why it skips when it cannot be had).
+if command -v rustup >/dev/null 2>&1 \
+  && ! rustup target list --installed 2>/dev/null | grep -q '^aarch64-unknown-linux-gnu$'; then
+  echo "setup: adding the aarch64-unknown-linux-gnu target (rustup)" >&2
+  rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1 \
+    || echo "setup: could not add aarch64-unknown-linux-gnu; the cross check will be skipped" >&2
+fi
+# maturin builds the Python wheel (pyproject.toml); the tests install that wheel into a fresh venv.
+MATURIN_VENV="${TRACEX_MATURIN_VENV:-$HOME/.cache/tracex/maturin}"
+if ! command -v maturin >/dev/null 2>&1 && [ ! -x "$MATURIN_VENV/bin/maturin" ]; then
+  echo "setup: installing maturin 1.x into $MATURIN_VENV (pip)" >&2
+  python3 -m venv "$MATURIN_VENV"
+  "$MATURIN_VENV/bin/pip" install --quiet 'maturin>=1.5,<2'
 fi
 # speedscope's web app, loaded headless by ../shared/tools/speedscope_check.sh in the tests.
 SPEEDSCOPE_DIR="${TRACEX_SPEEDSCOPE:-$HOME/.cache/tracex/speedscope}"

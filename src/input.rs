@@ -6,12 +6,13 @@ use std::io::{self, BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use flate2::read::MultiGzDecoder;
 use tracex_ir::format::Source;
 use tracex_ir::{Probe, Progress};
 
 const HEAD: usize = 64 << 10;
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// Counts bytes read from the underlying file into the progress counter.
 struct Counting<R> {
@@ -37,17 +38,27 @@ pub struct Input {
     reader: Option<Box<dyn Read>>,
     /// Keeps the temporary copy made by `file_path` alive.
     spool: Option<tempfile::NamedTempFile>,
+    /// Keeps the SQLite export of an Nsight Systems report alive.
+    _export: Option<crate::nsys_rep::Exported>,
     pub progress: Arc<Progress>,
 }
 
 impl Input {
     pub fn open(arg: &str) -> anyhow::Result<Input> {
+        if crate::nsys_rep::is_report(arg) {
+            let exported = crate::nsys_rep::export(arg)?;
+            let mut input = Input::open(&exported.sqlite.to_string_lossy())?;
+            input.display = arg.to_string();
+            input._export = Some(exported);
+            return Ok(input);
+        }
         let progress = Arc::new(Progress::new());
         let (path, raw): (Option<PathBuf>, Box<dyn Read>) = if arg == "-" {
             (None, Box::new(io::stdin()))
         } else {
             let p = PathBuf::from(arg);
             let meta = std::fs::metadata(&p).with_context(|| format!("cannot open {arg}"))?;
+            refuse_special(arg, &meta)?;
             if meta.is_dir() {
                 return Ok(Input {
                     display: arg.to_string(),
@@ -57,6 +68,7 @@ impl Input {
                     head: Vec::new(),
                     reader: None,
                     spool: None,
+                    _export: None,
                     progress,
                 });
             }
@@ -84,6 +96,10 @@ impl Input {
         let mut head = vec![0u8; HEAD];
         let n = read_up_to(&mut stream, &mut head).with_context(|| format!("cannot read {arg}"))?;
         head.truncate(n);
+        // A UTF-8 byte order mark (Windows tools write one) is no part of any format's text.
+        if head.starts_with(UTF8_BOM) {
+            head.drain(..UTF8_BOM.len());
+        }
         let reader: Box<dyn Read> = Box::new(Cursor::new(head.clone()).chain(stream));
         Ok(Input {
             display: arg.to_string(),
@@ -93,6 +109,7 @@ impl Input {
             head,
             reader: Some(reader),
             spool: None,
+            _export: None,
             progress,
         })
     }
@@ -144,6 +161,33 @@ impl Source for Input {
     fn file(&mut self) -> io::Result<PathBuf> {
         self.file_path()
     }
+}
+
+/// Sockets and devices are refused at once: reading one would block or never end (a FIFO is
+/// read like `cat` reads it, and blocks until a writer comes).
+fn refuse_special(arg: &str, meta: &std::fs::Metadata) -> anyhow::Result<()> {
+    let t = meta.file_type();
+    if t.is_file() || t.is_dir() {
+        return Ok(());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let what = if t.is_fifo() {
+            return Ok(());
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_block_device() {
+            "a block device"
+        } else if t.is_char_device() {
+            "a character device"
+        } else {
+            "not a regular file"
+        };
+        bail!("{arg}: {what}, not a trace file (give a regular file, a directory, a FIFO or - for stdin)");
+    }
+    #[allow(unreachable_code)]
+    Ok(())
 }
 
 fn read_up_to(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {

@@ -16,22 +16,7 @@ use super::common::root;
 /// Circles known and allowed, each as its crate's source directory and the files in it.
 /// Every entry says who removes it; an entry that no longer matches a circle fails the test,
 /// so that the list only shrinks.
-const ALLOWED: &[(&str, &[&str])] = &[
-    // The nsys importer's decode modules and its shared state import each other; issue 11,
-    // item 1 untangles them and then deletes this entry.
-    (
-        "formats/nsys/src",
-        &[
-            "counters.rs",
-            "cpu.rs",
-            "gpu.rs",
-            "importer.rs",
-            "instants.rs",
-            "nvtx.rs",
-            "plan.rs",
-        ],
-    ),
-];
+const ALLOWED: &[(&str, &[&str])] = &[];
 
 #[test]
 fn no_import_circles_between_modules() {

@@ -83,6 +83,24 @@ fn header(found: &Found) -> Option<PathBuf> {
         .find(|h| h.is_file())
 }
 
+/// The directory holding `libopen-trace-format2.a`: a found library directory, or the
+/// system's (pkg-config names none for a library in a default directory).
+fn static_archive(found: &Found) -> Option<PathBuf> {
+    let system = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+    ];
+    found
+        .lib
+        .iter()
+        .cloned()
+        .chain(system.iter().map(PathBuf::from))
+        .find(|d| d.join("libopen-trace-format2.a").is_file())
+}
+
 /// `OTF2_VERSION_MAJOR` from the headers found.
 fn major_version(otf2_h: &Path) -> Option<u32> {
     let defs = otf2_h.with_file_name("OTF2_GeneralDefinitions.h");
@@ -109,6 +127,40 @@ impl bindgen::callbacks::ParseCallbacks for RefDerives {
     }
 }
 
+/// A directory holding only `otf2/` (a link to the found headers): passing the install's
+/// include directory itself (`/usr/include` on Debian) would put the host's C library headers
+/// before a cross compiler's own.
+fn otf2_only_include(otf2_h: &Path, out: &Path) -> PathBuf {
+    let headers = otf2_h.parent().expect("otf2/otf2.h has a directory");
+    let dir = out.join("otf2-include");
+    let link = dir.join("otf2");
+    let _ = std::fs::remove_file(&link);
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| link_dir(headers, &link))
+        .unwrap_or_else(|e| {
+            fail(&format!(
+                "cannot link the headers into {}: {e}",
+                dir.display()
+            ))
+        });
+    dir
+}
+
+#[cfg(unix)]
+fn link_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(from, to)
+}
+
+#[cfg(not(unix))]
+fn link_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        std::fs::copy(e.path(), to.join(e.file_name()))?;
+    }
+    Ok(())
+}
+
 fn fail(msg: &str) -> ! {
     eprintln!("error: otf2-sys: {msg}; {INSTALL_HINT}");
     std::process::exit(1);
@@ -117,6 +169,8 @@ fn fail(msg: &str) -> ! {
 fn main() {
     println!("cargo:rerun-if-env-changed=OTF2_DIR");
     println!("cargo:rerun-if-changed=wrapper.h");
+    println!("cargo:rerun-if-changed=shim.h");
+    println!("cargo:rerun-if-changed=shim.c");
     println!("cargo:rerun-if-changed=build.rs");
 
     let found = from_otf2_dir()
@@ -143,18 +197,40 @@ fn main() {
         )),
     }
 
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let include = otf2_only_include(&otf2_h, &out);
+
+    // The error callback shim (shim.c), compiled for the target with its C compiler.
+    cc::Build::new()
+        .file("shim.c")
+        .warnings(true)
+        .include(&include)
+        .compile("tracex_otf2_shim");
+
     for l in &found.lib {
         println!("cargo:rustc-link-search=native={}", l.display());
     }
     // libopen-trace-format2 is the real library; libotf2 is only a compatibility symlink.
-    println!("cargo:rustc-link-lib=dylib=open-trace-format2");
+    // Linked statically when its archive is there (Debian ships it), so the binary runs on
+    // machines without libotf2; OTF2_STATIC=0 links the shared library instead.
+    println!("cargo:rerun-if-env-changed=OTF2_STATIC");
+    let kind = match static_archive(&found) {
+        Some(dir) if env::var("OTF2_STATIC").as_deref() != Ok("0") => {
+            println!("cargo:rustc-link-search=native={}", dir.display());
+            "static"
+        }
+        _ => "dylib",
+    };
+    println!("cargo:rustc-link-lib={kind}=open-trace-format2");
+    println!("cargo:rustc-env=OTF2_SYS_LINK_KIND={kind}");
 
     let mut builder = bindgen::Builder::default()
         .header("wrapper.h")
         .allowlist_function("OTF2_.*")
         .allowlist_type("OTF2_.*")
         .allowlist_var("OTF2_.*")
-        .allowlist_function("vsnprintf")
+        .allowlist_function("tracex_otf2_.*")
+        .allowlist_type("tracex_otf2_.*")
         // C enums as integer constants: OTF2 passes them as uint8_t typedefs, has duplicate
         // values, and a Rust enum would be undefined behaviour for a value it does not list.
         .default_enum_style(bindgen::EnumVariation::Consts)
@@ -168,13 +244,10 @@ fn main() {
         .layout_tests(false)
         .parse_callbacks(Box::new(RefDerives))
         .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()));
-    for inc in &found.include {
-        builder = builder.clang_arg(format!("-I{}", inc.display()));
-    }
+    builder = builder.clang_arg(format!("-I{}", include.display()));
     let bindings = builder
         .generate()
         .unwrap_or_else(|e| fail(&format!("bindgen could not process otf2/otf2.h: {e}")));
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     bindings
         .write_to_file(out.join("otf2_bindings.rs"))
         .unwrap_or_else(|e| fail(&format!("cannot write the bindings: {e}")));

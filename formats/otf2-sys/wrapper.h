@@ -1,4 +1,4 @@
-/* Everything libotf2 exports: otf2.h pulls in the reader, writers, definitions and events.
- * stdio.h only for vsnprintf, which formats the va_list an OTF2 error callback receives. */
-#include <stdio.h>
+/* Everything libotf2 exports: otf2.h pulls in the reader, writers, definitions and events;
+ * shim.h declares the C error callback that formats libotf2's messages (see shim.c). */
 #include <otf2/otf2.h>
+#include "shim.h"

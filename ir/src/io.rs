@@ -1,41 +1,194 @@
 //! Output files that appear only when complete: written to a temporary name beside the target
 //! and renamed on success, removed if dropped before.
+//!
+//! Temporary names are `.NAME.tracex-tmp-PID-RANDOM` (made by `tempfile`, so they never clash):
+//! the process id lets a later run remove what a killed one (SIGKILL, the OOM killer) left
+//! behind, and only that: a temporary whose process still exists is never touched.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use tempfile::{Builder, TempPath};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A temporary path beside `dest` (same directory, so the final rename is atomic).
-pub fn temp_path_beside(dest: &Path) -> PathBuf {
+/// What every temporary name holds between the output's name and the process id.
+const TMP_MARK: &str = ".tracex-tmp-";
+
+fn parent_dir(dest: &Path) -> PathBuf {
+    match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn temp_prefix(dest: &Path) -> String {
     let name = dest
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
+    format!(".{name}{TMP_MARK}{}-", std::process::id())
+}
+
+/// A temporary path beside `dest` (same directory, so the final rename is atomic); nothing is
+/// created. Prefer [`AtomicFile`] or [`temp_dir_beside`], which create the path safely.
+pub fn temp_path_beside(dest: &Path) -> PathBuf {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = format!(".{name}.tracex-tmp-{}-{n}", std::process::id());
-    match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.join(tmp),
-        _ => PathBuf::from(tmp),
+    parent_dir(dest).join(format!("{}{n}", temp_prefix(dest)))
+}
+
+/// Runs `make` with a builder for a temporary beside `dest`: its name, and read/write for
+/// everyone the umask allows, as `File::create` makes files (tempfile's own default is
+/// owner-only, which would stay on the renamed output).
+fn with_builder<T>(
+    dest: &Path,
+    dir_mode: bool,
+    make: impl FnOnce(&Builder<'_, '_>) -> io::Result<T>,
+) -> io::Result<T> {
+    let prefix = temp_prefix(dest);
+    let mut b = Builder::new();
+    b.prefix(&prefix).rand_bytes(6);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = if dir_mode { 0o777 } else { 0o666 };
+        b.permissions(std::fs::Permissions::from_mode(mode));
     }
+    #[cfg(not(unix))]
+    let _ = dir_mode;
+    make(&b)
+}
+
+/// Creates a temporary directory beside `dest` and returns its path; the caller removes it
+/// (or renames it into place). Stale temporaries in that directory are removed first.
+pub fn temp_dir_beside(dest: &Path) -> io::Result<PathBuf> {
+    let dir = parent_dir(dest);
+    remove_stale_temporaries(&dir);
+    // Created and registered under the registry's lock: an exit that removes the registered
+    // temporaries (it keeps the lock) cannot fall between the two.
+    let mut live = LIVE
+        .lock()
+        .map_err(|_| io::Error::other("temporaries registry poisoned"))?;
+    let tmp = with_builder(dest, true, |b| b.tempdir_in(&dir))?.keep();
+    live.push(tmp.clone());
+    Ok(tmp)
+}
+
+/// The temporaries this process has open: removed by [`remove_own_temporaries`] when the
+/// process must stop at once (a memory limit) without unwinding to their owners.
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Forgets a temporary that was removed or renamed into place.
+pub fn unregister(p: &Path) {
+    if let Ok(mut v) = LIVE.lock() {
+        v.retain(|q| q != p);
+    }
+}
+
+/// Removes every temporary this process still has (files and directories); for an exit that
+/// skips destructors. Holds the registry's lock until the process exits, so no commit runs
+/// half-way meanwhile.
+pub fn remove_own_temporaries() {
+    let guard = LIVE.lock();
+    if let Ok(v) = &guard {
+        for p in v.iter() {
+            let _ = std::fs::remove_dir_all(p).or_else(|_| std::fs::remove_file(p));
+        }
+    }
+    std::mem::forget(guard);
+}
+
+/// The process id in a temporary's name, if the name is one of tracex's.
+fn temp_owner(name: &str) -> Option<u32> {
+    let rest = &name[name.find(TMP_MARK)? + TMP_MARK.len()..];
+    let pid = &rest[..rest.find('-')?];
+    (name.starts_with('.') && !pid.is_empty()).then_some(())?;
+    pid.parse().ok()
+}
+
+/// Whether process `pid` exists; `None` where this cannot be told (no /proc).
+fn process_exists(pid: u32) -> Option<bool> {
+    if !Path::new("/proc/self").exists() {
+        return None;
+    }
+    Some(Path::new("/proc").join(pid.to_string()).exists())
+}
+
+/// Removes the temporaries in `dir` left by tracex processes that no longer exist (killed
+/// before they could clean up), and says so on stderr. Each directory is swept once per run.
+/// Returns what was removed.
+pub fn remove_stale_temporaries(dir: &Path) -> Vec<PathBuf> {
+    static SWEPT: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+    let key = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    match SWEPT.lock() {
+        Ok(mut s) => {
+            if !s.get_or_insert_with(HashSet::new).insert(key) {
+                return Vec::new();
+            }
+        }
+        Err(_) => return Vec::new(),
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = temp_owner(&name) else {
+            continue;
+        };
+        if pid == me || process_exists(pid) != Some(false) {
+            continue;
+        }
+        let p = e.path();
+        let gone = match e.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&p),
+            _ => std::fs::remove_file(&p),
+        };
+        match gone {
+            Ok(()) => {
+                eprintln!(
+                    "tracex: removed {}, a temporary left by tracex process {pid}, which no \
+                     longer exists (killed before it finished)",
+                    p.display()
+                );
+                removed.push(p);
+            }
+            Err(err) => eprintln!(
+                "tracex: warning: cannot remove {}, a temporary left by tracex process {pid}: {err}",
+                p.display()
+            ),
+        }
+    }
+    removed
 }
 
 /// A file written under a temporary name and renamed to its destination by [`AtomicFile::commit`].
 #[derive(Debug)]
 pub struct AtomicFile {
-    tmp: PathBuf,
+    tmp: Option<TempPath>,
     dest: PathBuf,
     file: Option<File>,
 }
 
 impl AtomicFile {
     pub fn create(dest: &Path) -> io::Result<AtomicFile> {
-        let tmp = temp_path_beside(dest);
-        let file = File::create(&tmp)?;
+        let dir = parent_dir(dest);
+        remove_stale_temporaries(&dir);
+        // see temp_dir_beside: created and registered under the registry's lock
+        let mut live = LIVE
+            .lock()
+            .map_err(|_| io::Error::other("temporaries registry poisoned"))?;
+        let (file, tmp) = with_builder(dest, false, |b| b.tempfile_in(&dir))?.into_parts();
+        live.push(tmp.to_path_buf());
+        drop(live);
         Ok(AtomicFile {
-            tmp,
+            tmp: Some(tmp),
             dest: dest.to_path_buf(),
             file: Some(file),
         })
@@ -57,16 +210,32 @@ impl AtomicFile {
     /// Moves the finished file to its destination, replacing what was there.
     pub fn commit(mut self) -> io::Result<()> {
         self.file = None;
-        std::fs::rename(&self.tmp, &self.dest)?;
-        self.tmp = PathBuf::new();
-        Ok(())
+        let tmp = self.tmp.take().expect("committed once");
+        let path = tmp.to_path_buf();
+        let _live = LIVE.lock();
+        match tmp.persist(&self.dest) {
+            Ok(()) => {
+                drop(_live);
+                unregister(&path);
+                Ok(())
+            }
+            Err(e) => {
+                // the TempPath comes back and removes the temporary when dropped
+                drop(e.path);
+                drop(_live);
+                unregister(&path);
+                Err(e.error)
+            }
+        }
     }
 }
 
 impl Drop for AtomicFile {
     fn drop(&mut self) {
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_file(&self.tmp);
+        if let Some(tmp) = self.tmp.take() {
+            let path = tmp.to_path_buf();
+            drop(tmp);
+            unregister(&path);
         }
     }
 }
@@ -355,5 +524,36 @@ mod background_tests {
             None => w.finish().err().expect("an error"),
         };
         assert!(e.to_string().contains("disk full"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod stale_tests {
+    use super::*;
+
+    #[test]
+    fn names_carry_the_process_id_and_parse_back() {
+        let p = temp_path_beside(Path::new("dir/out.json"));
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(temp_owner(&name), Some(std::process::id()));
+        assert_eq!(temp_owner(".out.json.tracex-tmp-x-1"), None);
+        assert_eq!(temp_owner("out.json"), None);
+    }
+
+    #[test]
+    fn files_are_created_with_the_usual_permissions() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("o.json");
+        AtomicFile::create(&dest).unwrap().commit().unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&dest).unwrap().permissions().mode();
+            assert_ne!(
+                mode & 0o044,
+                0,
+                "output readable only by its owner: {mode:o}"
+            );
+        }
     }
 }

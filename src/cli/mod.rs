@@ -4,6 +4,7 @@
 
 mod chrome;
 mod common;
+mod flamegraph;
 mod folded;
 mod nsys;
 #[cfg(feature = "otf2")]
@@ -24,18 +25,36 @@ Inputs are recognised by their content (gzip is undone transparently): Nsight Sy
 exports, Chrome Trace Event JSON, OTF2 archives, CUPTI records, folded stacks (plain and the\n\
 eBPF uprobe profiler's extended lines). Several inputs become one timeline.\n\
 Outputs are chosen by --to or by the output's file name: .json / .json.gz (Chrome JSON for\n\
-Perfetto and chrome://tracing), .otf2 (Vampir), .folded (flame graphs).\n\n\
+Perfetto and chrome://tracing), .otf2 (Vampir), .folded (flame graphs), .svg (flame graph\n\
+pictures).\n\n\
 Examples:\n  tracex convert report.sqlite out.json\n  tracex convert trace.json.gz out.otf2\n  \
 tracex convert cpu_results.txt gpu_results.json merged.folded\n  \
+tracex convert report.sqlite gpu.svg\n  \
 tracex convert runs/ --to chrome -o converted/\n  tracex info trace.json\n  \
 tracex stats run_b*.sqlite --param 'run_b$p.sqlite' --events 'cudaMemcpy.*' --plot p.svg\n  \
 tracex dump trace.json | less\n  tracex formats",
+    long_version = crate::version::long(),
     propagate_version = true
 )]
 pub struct Cli {
     /// No progress bar and no summary on stderr (errors are still printed)
     #[arg(short, long, global = true)]
     pub quiet: bool,
+
+    /// Stop with an error (exit 1, nothing written) when tracex's resident memory passes SIZE
+    /// (e.g. 2G, 512M); by default there is no limit
+    #[arg(long, global = true, value_name = "SIZE")]
+    pub max_memory: Option<String>,
+
+    /// Colour in messages: auto (when stderr is a terminal and NO_COLOR is unset), always, never
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    pub color: crate::term::ColorWhen,
 
     #[command(subcommand)]
     pub command: Command,
@@ -57,6 +76,18 @@ pub enum Command {
         /// List every diagnostic tracex can report instead
         #[arg(long)]
         diagnostics: bool,
+    },
+    /// Print a shell completion script: `tracex completions bash > /etc/bash_completion.d/tracex`
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `tracex man | man -l -`; with --dir, write one page per
+    /// command there (tracex.1, tracex-convert.1, ...)
+    Man {
+        /// Write tracex.1 and a page per command into this folder instead
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
     },
 }
 
@@ -92,6 +123,22 @@ pub struct ConvertArgs {
     #[arg(long, value_enum, default_value = "clock")]
     pub align: crate::pipeline::Align,
 
+    /// Print a machine-readable summary on stdout: inputs and their formats, event counts,
+    /// diagnostics with locations, outputs, timings
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write the output as numbered, self-contained chunks (OUT.001.json, OUT.002.json, ...)
+    /// each covering a time span (`10s`, `500ms`) or about a size (`100M`, `1G`); slices
+    /// crossing a cut are split there and marked
+    #[arg(long, value_name = "DURATION|SIZE")]
+    pub split_by: Option<String>,
+
+    /// Batch mode: convert only the I-th of N shards of the inputs (0 <= I < N; inputs in
+    /// sorted order, every N-th from the I-th), e.g. `--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT`
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+
     #[command(flatten)]
     pub common: CommonArgs,
 
@@ -100,6 +147,9 @@ pub struct ConvertArgs {
 
     #[command(flatten, next_help_heading = "Folded stacks (flame graphs)")]
     pub folded: folded::FoldedArgs,
+
+    #[command(flatten, next_help_heading = "SVG flame graphs")]
+    pub flamegraph: flamegraph::FlamegraphArgs,
 
     #[cfg(feature = "otf2")]
     #[command(flatten, next_help_heading = "OTF2")]
@@ -110,13 +160,14 @@ pub struct ConvertArgs {
 }
 
 impl ConvertArgs {
-    /// The options of every format, from the command line.
-    pub fn format_options(&self) -> Options {
+    /// The options of every format, from the command line, for a conversion of `inputs`.
+    pub fn format_options(&self, inputs: &[String]) -> Options {
         let mut opts = Options::default();
         self.chrome.apply(&mut opts);
         // --gzip-level (declared with Chrome's flags) sets .pftrace.gz outputs too
         opts.get_mut::<tracex_perfetto::ExportOptions>().gzip_level = self.chrome.gzip_level;
         self.folded.apply(&mut opts);
+        self.flamegraph.apply(&mut opts, inputs);
         self.nsys.apply(&mut opts);
         #[cfg(feature = "otf2")]
         self.otf2.apply(&mut opts);

@@ -11,6 +11,7 @@ use tracex_ir::format::Format;
 use tracex_ir::{Confidence, Progress};
 
 use super::conversion::{convert_one, output_format};
+use super::report::Report;
 use crate::cli::ConvertArgs;
 use crate::formats;
 use crate::input::Input;
@@ -93,7 +94,11 @@ fn walk(dir: &Path, root: &Path, out: &mut Vec<Found>, skipped: &mut usize) -> s
 type Found = (PathBuf, PathBuf, Option<&'static Format>);
 
 /// The format of the trace at `path`, from its content; `None` when unreadable or unknown.
+/// An Nsight Systems report is converted through its SQLite export, made when it is converted.
 fn sniff(path: &Path) -> Option<&'static Format> {
+    if crate::nsys_rep::is_report(&path.to_string_lossy()) {
+        return formats::by_name("nsys");
+    }
     let input = Input::open(&path.to_string_lossy()).ok()?;
     formats::sniff::resolve(&input.probe(), &input.display, None).ok()
 }
@@ -152,16 +157,74 @@ fn jobs_of(plan: &Plan) -> anyhow::Result<(Vec<Job>, usize)> {
             Job { input, output }
         })
         .collect();
-    Ok((jobs, skipped))
+    Ok((disambiguate(jobs, plan.format), skipped))
+}
+
+/// Inputs that would share an output (`a.json` and `a.txt` into `a.json`) keep their whole
+/// name instead (`a.json.json`, `a.txt.json`), so that none overwrites another. Decided over
+/// the whole list, before `--shard` picks from it, so every shard names outputs alike.
+fn disambiguate(mut jobs: Vec<Job>, out: &'static Format) -> Vec<Job> {
+    let mut seen: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
+    for j in &jobs {
+        *seen.entry(j.output.clone()).or_default() += 1;
+    }
+    let ext = out.extensions.first().copied().unwrap_or("");
+    for j in &mut jobs {
+        if seen[&j.output] > 1 {
+            let name = j.input.file_name().expect("a file").to_string_lossy();
+            j.output.set_file_name(format!("{name}{ext}"));
+        }
+    }
+    jobs
+}
+
+/// `I/N` of `--shard`: the I-th (from 0) of N shards.
+pub fn parse_shard(text: &str) -> anyhow::Result<(usize, usize)> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+    match parsed {
+        Some((i, n)) if n > 0 && i < n => Ok((i, n)),
+        _ => bail!("--shard {text:?}: expected I/N with 0 <= I < N, e.g. 0/4 (Slurm: $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=0-3)"),
+    }
+}
+
+/// The jobs of shard `i` of `n`: every n-th of the sorted list, from the i-th. The list is
+/// the same on every node (folders are walked in name order), so the shards are disjoint and
+/// together convert every input once.
+fn shard<T>(jobs: Vec<T>, (i, n): (usize, usize)) -> Vec<T> {
+    jobs.into_iter()
+        .enumerate()
+        .filter(|(k, _)| k % n == i)
+        .map(|(_, j)| j)
+        .collect()
 }
 
 pub fn run(args: &ConvertArgs, plan: &Plan, quiet: bool) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
     let (jobs, skipped) = jobs_of(plan)?;
     if jobs.is_empty() {
         bail!(
             "no trace found under {} ({skipped} files not recognised)",
             args.paths.join(", ")
         );
+    }
+    let all = jobs.len();
+    let jobs = match args.shard.as_deref().map(parse_shard).transpose()? {
+        Some(s) => shard(jobs, s),
+        None => jobs,
+    };
+    if jobs.is_empty() {
+        if !quiet {
+            anstream::eprintln!(
+                "tracex: shard {} has none of the {all} traces",
+                args.shard.as_deref().unwrap_or("")
+            );
+        }
+        if args.json {
+            super::report::print(&[], &[], skipped, started.elapsed().as_secs_f64());
+        }
+        return Ok(());
     }
     let progress = Arc::new(Progress::new());
     progress.set_total(jobs.len() as u64);
@@ -171,7 +234,8 @@ pub fn run(args: &ConvertArgs, plan: &Plan, quiet: bool) -> anyhow::Result<()> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, jobs.len());
     let next = AtomicUsize::new(0);
-    let failures: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let failures: Mutex<Vec<(usize, String, String)>> = Mutex::new(Vec::new());
+    let reports: Mutex<Vec<(usize, Report)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
@@ -185,19 +249,40 @@ pub fn run(args: &ConvertArgs, plan: &Plan, quiet: bool) -> anyhow::Result<()> {
                     let output = job.output.to_string_lossy().into_owned();
                     convert_one(&[input], &output, plan.format, args, true)
                 })();
-                if let Err(e) = result {
-                    let msg = format!("{}: {e:#}", job.input.display());
-                    eprintln!("tracex: error: {msg}");
-                    failures.lock().expect("lock").push(msg);
+                match result {
+                    Ok(r) => reports.lock().expect("lock").push((i, r)),
+                    Err(e) => {
+                        let input = job.input.display().to_string();
+                        crate::term::error(format_args!("{input}: {e:#}"));
+                        failures
+                            .lock()
+                            .expect("lock")
+                            .push((i, input, format!("{e:#}")));
+                    }
                 }
                 progress.advance(1);
             });
         }
     });
     drop(bar);
-    let failed = failures.into_inner().expect("lock").len();
+    let mut failures = failures.into_inner().expect("lock");
+    failures.sort_by_key(|f| f.0);
+    let failed = failures.len();
+    if args.json {
+        let mut reports = reports.into_inner().expect("lock");
+        reports.sort_by_key(|r| r.0);
+        let reports: Vec<Report> = reports.into_iter().map(|r| r.1).collect();
+        let failures: Vec<(String, String)> =
+            failures.into_iter().map(|(_, i, e)| (i, e)).collect();
+        super::report::print(
+            &reports,
+            &failures,
+            skipped,
+            started.elapsed().as_secs_f64(),
+        );
+    }
     if !quiet {
-        eprintln!(
+        anstream::eprintln!(
             "tracex: converted {} of {} traces to {}{}",
             jobs.len() - failed,
             jobs.len(),
@@ -213,4 +298,26 @@ pub fn run(args: &ConvertArgs, plan: &Plan, quiet: bool) -> anyhow::Result<()> {
         bail!("{failed} of {} traces failed (see above)", jobs.len());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_are_disjoint_and_complete() {
+        let jobs: Vec<usize> = (0..10).collect();
+        let mut seen = Vec::new();
+        for i in 0..3 {
+            let s = shard(jobs.clone(), (i, 3));
+            assert!(s.len() == 3 || s.len() == 4);
+            seen.extend(s);
+        }
+        seen.sort();
+        assert_eq!(seen, jobs);
+        assert_eq!(parse_shard("2/4").unwrap(), (2, 4));
+        for bad in ["4/4", "1/0", "a/b", "3", "-1/2"] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -39,6 +39,7 @@ fn all_diagnostics() -> Vec<&'static DiagKind> {
     let mut v: Vec<&'static DiagKind> = tracex_ir::diag::kinds::DIAGNOSTICS.to_vec();
     v.extend_from_slice(crate::filter::DIAGNOSTICS);
     v.extend_from_slice(crate::pipeline::DIAGNOSTICS);
+    v.extend_from_slice(crate::split::DIAGNOSTICS);
     for f in formats::formats() {
         v.extend_from_slice(f.diagnostics);
     }

@@ -1,9 +1,11 @@
 pub mod batch;
+pub mod completions;
 mod conversion;
 pub mod convert;
 pub mod dump;
 pub mod formats;
 pub mod info;
+pub mod report;
 pub mod stats;
 
 use std::io::Write;
@@ -36,13 +38,25 @@ pub fn open_sources(paths: &[String], from: Option<&str>) -> anyhow::Result<Vec<
 /// options `opts`. Returns the trace's definitions and the diagnostics counted on the way.
 pub fn run(
     sources: &mut [Opened],
+    opts: Options,
+    common: &CommonArgs,
+    align: Align,
+    sink: &mut dyn Sink,
+    quiet: bool,
+) -> anyhow::Result<(Defs, Diagnostics)> {
+    run_with(Defs::new(), sources, opts, common, align, sink, quiet)
+}
+
+/// [`run`], starting from definitions the caller made (strings a sink needs interned).
+pub fn run_with(
+    mut defs: Defs,
+    sources: &mut [Opened],
     mut opts: Options,
     common: &CommonArgs,
     align: Align,
     sink: &mut dyn Sink,
     quiet: bool,
 ) -> anyhow::Result<(Defs, Diagnostics)> {
-    let mut defs = Defs::new();
     let mut diag = Diagnostics::default();
     let budget = pipeline::parse_size(&common.mem_budget)
         .with_context(|| format!("--mem-budget {:?} is not a size", common.mem_budget))?;
@@ -92,25 +106,26 @@ pub fn print_diagnostics(diag: &Diagnostics, quiet: bool) {
     if quiet || diag.is_empty() {
         return;
     }
-    let mut err = std::io::stderr().lock();
+    use crate::term::{DIM, ERROR, WARNING};
+    let mut err = anstream::stderr().lock();
     let _ = writeln!(
         err,
         "tracex: diagnostics (what was worked around or could not be carried over):"
     );
     for d in diag.iter() {
-        let sev = match d.kind.severity {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "ERROR",
+        let (sev, style) = match d.kind.severity {
+            Severity::Info => ("info", anstyle::Style::new()),
+            Severity::Warning => ("warning", WARNING),
+            Severity::Error => ("ERROR", ERROR),
         };
         let _ = write!(
             err,
-            "  {sev:7} {} ×{} (first at {})",
+            "  {style}{sev:7}{style:#} {} ×{} (first at {})",
             d.kind.name, d.count, d.first
         );
         if let Some(detail) = &d.detail {
             let _ = write!(err, " [{detail}]");
         }
-        let _ = writeln!(err, "\n          {}", d.kind.help);
+        let _ = writeln!(err, "\n          {DIM}{}{DIM:#}", d.kind.help);
     }
 }

@@ -11,6 +11,7 @@ static FORMATS: &[&Format] = &[
     &tracex_chrome::FORMAT,
     &tracex_cupti::FORMAT,
     &tracex_folded::FORMAT,
+    &tracex_flamegraph::FORMAT,
     &tracex_nsys::FORMAT,
     #[cfg(feature = "otf2")]
     &tracex_otf2::FORMAT,

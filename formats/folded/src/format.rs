@@ -12,7 +12,7 @@ pub const NAME: &str = "folded";
 
 pub static FORMAT: Format = Format {
     name: NAME,
-    aliases: &["collapsed", "flamegraph"],
+    aliases: &["collapsed"],
     description: "Folded stacks (inferno, flamegraph.pl, speedscope); reads the uprobe profiler's extended lines too; writes GPU work by CPU stack",
     // hints only; content decides
     extensions: &[".folded", ".collapsed"],

@@ -2,26 +2,36 @@
 //! `TARGET_INFO_GPU_METRICS` because metric ids are not stable), and the CUDA memory each
 //! process holds on each GPU (running total of `CUDA_GPU_MEMORY_USAGE_EVENTS`).
 
-use crate::db::Row;
 use rustc_hash::FxHashMap;
-use tracex_ir::{CounterDef, CounterValue, Defs, Event, Location, Num, Result};
+use tracex_ir::{CounterDef, CounterId, CounterValue, Defs, Diagnostics, Event, Num, Result};
 
-use crate::db::{lenient_rows, rowid, Cols};
+use crate::db::{lenient_rows, rowid, BadValue, Cols, Row};
+use crate::decoded::{Decoded, Hook, Skip};
+use crate::diag::row_at;
 use crate::identity::GlobalId;
-use crate::importer::{Decoded, Hook, Importer, Skip};
+use crate::importer::Importer;
 use crate::options::Activity;
 use crate::plan::{Kind, Query, Setup, StreamDef};
 
-/// Counter keys in [`Importer::counters`]: (kind, a, b).
+/// Kinds of series in [`Counters::series`] keys: (kind, a, b).
 const METRIC: u8 = 0;
 const MEMORY: u8 = 1;
 
-/// Metric names by (typeId, metricId).
+/// The counter series made so far and what they are made from.
 #[derive(Debug, Default)]
-pub struct MetricNames(FxHashMap<(i64, i64), String>);
+pub struct Counters {
+    /// Series by (kind, a, b): (METRIC, typeId, metricId) or (MEMORY, process key, device).
+    series: FxHashMap<(u8, i64, i64), CounterId>,
+    /// Running totals of CUDA memory per (host process key, device).
+    memory_totals: FxHashMap<(i64, i64), i64>,
+    /// Metric names by (typeId, metricId).
+    metric_names: FxHashMap<(i64, i64), String>,
+}
 
-pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
-    let acts = imp.opts.activities;
+/// The counter streams; the metric names they need.
+pub fn plans(setup: &mut Setup, imp: &Importer) -> Result<Counters> {
+    let mut counters = Counters::default();
+    let acts = imp.activities();
     let metrics = ["timestamp", "typeId", "metricId", "value"];
     let what = (Activity::Metrics, "GPU_METRICS");
     if let Some(t) = setup.wanted(acts, what, &metrics)? {
@@ -36,7 +46,7 @@ pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
             });
             for (ty, m, n) in names {
                 if let (Some(ty), Some(m), Some(n)) = (ty, m, n) {
-                    imp.metric_names.0.insert((ty, m), n);
+                    counters.metric_names.insert((ty, m), n);
                 }
             }
         }
@@ -54,11 +64,18 @@ pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
             .streams
             .push(StreamDef::new(&t, query, Kind::MemoryUsage));
     }
-    Ok(())
+    Ok(counters)
 }
 
-impl Importer<'_> {
-    pub fn decode_gpu_metric(&mut self, table: &str, row: &Row, defs: &mut Defs) -> Decoded {
+impl Counters {
+    /// A GPU metric sample.
+    pub fn decode_gpu_metric(
+        &mut self,
+        imp: &mut Importer,
+        table: &str,
+        row: &Row,
+        (defs, diag): (&mut Defs, &mut Diagnostics),
+    ) -> Decoded {
         let rid = rowid(row);
         let mut c = Cols::new(row);
         let ts = c.int("timestamp")?;
@@ -68,31 +85,25 @@ impl Importer<'_> {
             Some(tracex_ir::Value::Int(i)) => Num::Int(i),
             Some(tracex_ir::Value::Float(f)) => Num::Float(f),
             _ => {
-                return Err(Skip::Bad(crate::db::BadValue {
+                return Err(Skip::Bad(BadValue {
                     column: "value",
                     found: "a value that is not a number".into(),
                     wanted: "a number",
                 }))
             }
         };
-        let counter = match self.counters.get(&(METRIC, ty, metric)) {
+        let counter = match self.series.get(&(METRIC, ty, metric)) {
             Some(&c) => c,
             None => {
-                let name = match self.metric_names.0.get(&(ty, metric)) {
+                let name = match self.metric_names.get(&(ty, metric)) {
                     Some(n) => defs.intern(n),
                     None => {
-                        self.diag.record(
-                            &crate::diag::UNKNOWN_METRIC,
-                            Location::Row {
-                                table: table.to_string(),
-                                rowid: rid,
-                            },
-                        );
+                        diag.record(&crate::diag::UNKNOWN_METRIC, row_at(table, rid)());
                         defs.intern(&format!("metric {metric}"))
                     }
                 };
                 // The GPU is the low byte of typeId.
-                let device = self.ids.device(defs, 1, ty & 0xFF);
+                let device = imp.device(defs, 1, ty & 0xFF);
                 let cat = defs.intern("gpu_metrics");
                 let id = defs.add_counter(CounterDef {
                     process: Some(device),
@@ -102,7 +113,7 @@ impl Importer<'_> {
                     unit: None,
                     cat: Some(cat),
                 });
-                self.counters.insert((METRIC, ty, metric), id);
+                self.series.insert((METRIC, ty, metric), id);
                 id
             }
         };
@@ -112,7 +123,13 @@ impl Importer<'_> {
         )))
     }
 
-    pub fn decode_memory_usage(&mut self, row: &Row, defs: &mut Defs) -> Decoded {
+    /// A CUDA memory allocation or release: the new total of its process on its GPU.
+    pub fn decode_memory_usage(
+        &mut self,
+        imp: &mut Importer,
+        row: &Row,
+        defs: &mut Defs,
+    ) -> Decoded {
         let mut c = Cols::new(row);
         let ts = c.int("start")?;
         let Some(gpid) = c.opt_int("globalPid")? else {
@@ -122,10 +139,10 @@ impl Importer<'_> {
         let bytes = c.int("bytes")?;
         let op = c.opt_int("memoryOperationType")?;
         let g = GlobalId(gpid);
-        let counter = match self.counters.get(&(MEMORY, g.process_key(), device)) {
+        let counter = match self.series.get(&(MEMORY, g.process_key(), device)) {
             Some(&c) => c,
             None => {
-                let dev = self.ids.device(defs, g.machine(), device);
+                let dev = imp.device(defs, g.machine(), device);
                 let name = defs.intern("CUDA memory allocated");
                 let series = defs.intern(&format!("pid {}", g.pid()));
                 let unit = defs.intern("bytes");
@@ -138,7 +155,7 @@ impl Importer<'_> {
                     unit: Some(unit),
                     cat: Some(cat),
                 });
-                self.counters.insert((MEMORY, g.process_key(), device), id);
+                self.series.insert((MEMORY, g.process_key(), device), id);
                 id
             }
         };

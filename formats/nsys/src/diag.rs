@@ -1,4 +1,5 @@
-//! Diagnostics of the nsys importer. Listed in `docs/formats/nsys.md`.
+//! Diagnostics of the nsys importer (listed in `docs/formats/nsys.md`), and how a row or a run
+//! of rows is recorded in them.
 
 tracex_ir::kinds! {
     BAD_VALUE = "nsys_bad_value", Error,
@@ -29,4 +30,37 @@ tracex_ir::kinds! {
         "the export was made with --ts-normalize or a time shift; timestamps are not on the capture's own clock, so the clock origin may not match";
     UNKNOWN_METRIC = "nsys_unknown_gpu_metric", Warning,
         "a GPU_METRICS row names a metric that TARGET_INFO_GPU_METRICS does not define; it is shown as \"metric N\"";
+}
+
+use tracex_ir::{DiagKind, Diagnostics, Location};
+
+use crate::decoded::Skip;
+
+/// Where row `rowid` of `table` is, for diagnostics.
+pub fn row_at(table: &str, rowid: i64) -> impl Fn() -> Location + Copy + '_ {
+    move || Location::Row {
+        table: table.to_string(),
+        rowid,
+    }
+}
+
+/// Records `kind` for `n` rows of `table`, the first of which is `first`.
+pub fn record_rows(
+    diag: &mut Diagnostics,
+    kind: &'static DiagKind,
+    table: &str,
+    (n, first): (u64, i64),
+    detail: Option<String>,
+) {
+    diag.record_n(kind, n, row_at(table, first)(), detail);
+}
+
+/// Counts a skipped row.
+pub fn record_skip(diag: &mut Diagnostics, table: &str, rowid: i64, why: &Skip) {
+    let at = row_at(table, rowid)();
+    match why {
+        Skip::Bad(b) => diag.record_detail(&BAD_VALUE, at, b.describe()),
+        Skip::NoId(col) => diag.record_detail(&MISSING_ID, at, format!("{col} is NULL")),
+        Skip::Fatal(_) => {}
+    }
 }

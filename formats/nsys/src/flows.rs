@@ -6,19 +6,19 @@
 //! starts; each start is emitted at its call and remembered until the GPU row is emitted, which
 //! then gets the flow's end. Memory holds only launches whose work has not started yet.
 
-use crate::db::Row;
-use tracex_ir::{Defs, Event, FlowBind, FlowId, FlowPoint, FlowRole};
-
 use std::sync::Arc;
 
-use crate::db::{Cols, Schema, Table};
-use crate::gpu::{COMMON, GPU_TABLES, SRC_KERNEL};
-use crate::importer::{Decoded, Hook, Importer, Skip};
+use tracex_ir::{Defs, Event, FlowBind, FlowId, FlowPoint, FlowRole};
+
+use crate::catalogue::{COMMON, GPU_TABLES, SRC_KERNEL};
+use crate::db::{Cols, Row, Schema, Table};
+use crate::decoded::{Decoded, Hook, Skip};
+use crate::importer::Importer;
 use crate::plan::{order_by, Kind, Query, StreamDef};
 use crate::spool::Spool;
 
 /// The GPU columns a launch reads to know that its GPU row will be emitted (the ones
-/// [`Importer::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass):
+/// [`crate::gpu::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass):
 /// `start` … `globalPid`, the head of [`COMMON`].
 const GPU_COLUMNS: &[&str] = COMMON.split_at(6).0;
 
@@ -69,79 +69,74 @@ pub fn launch_query(r: &Table, g: &Table) -> Query {
 
 /// Whether the kernel launches are read for flows (the nvtx-kernel pass then shares them).
 pub fn kernel_launches_wanted(schema: &Schema, imp: &Importer, api: bool) -> bool {
-    api && imp
-        .opts
-        .activities
-        .contains(crate::options::Activity::Kernel)
+    api && imp.wants(crate::options::Activity::Kernel)
         && tables(schema, "CUPTI_ACTIVITY_KIND_KERNEL").is_some()
 }
 
 /// One launch stream per GPU table that has correlation ids, when the API calls are read
 /// (`api`). The kernel launches come from `kernel_spool` when the nvtx-kernel pass reads them.
+/// Returns the flow sources whose launches are read.
 pub fn plans(
     schema: &Schema,
-    imp: &mut Importer,
+    imp: &Importer,
     api: bool,
     kernel_spool: Option<Arc<Spool>>,
     out: &mut Vec<StreamDef>,
-) {
+) -> Vec<u8> {
+    let mut sources = Vec::new();
     if !api {
-        return;
+        return sources;
     }
     for spec in GPU_TABLES {
-        if !imp.opts.activities.contains(spec.activity) {
+        if !imp.wants(spec.activity) {
             continue;
         }
         let Some((r, g)) = tables(schema, spec.table) else {
             continue;
         };
-        let src = spec.src as usize;
-        if imp.flow_sources.len() <= src {
-            imp.flow_sources.resize(src + 1, false);
-        }
-        imp.flow_sources[src] = true;
+        sources.push(spec.src);
         let kind = Kind::Launch { src: spec.src };
         match (&kernel_spool, spec.src == SRC_KERNEL) {
             (Some(spool), true) => out.push(StreamDef::spooled(&r.name, spool.clone(), kind)),
             _ => out.push(StreamDef::new(&r, launch_query(&r, &g), kind)),
         }
     }
+    sources
 }
 
-impl Importer<'_> {
-    pub fn decode_launch(&mut self, src: u8, row: &Row, defs: &mut Defs) -> Decoded {
-        let mut c = Cols::new(row);
-        let ts = c.int("start")?;
-        let Some(gtid) = c.opt_int("globalTid")? else {
-            return Err(Skip::NoId("globalTid"));
-        };
-        let grow = c.int("rowid")?;
-        // GPU work that its own stream will skip as malformed gets no flow either.
-        let (Ok(gpu_start), Ok(_), Ok(_), Ok(_), Ok(_)) = (
-            c.int("start"),
-            c.opt_int("end"),
-            c.int("deviceId"),
-            c.opt_int("contextId"),
-            c.int("streamId"),
-        ) else {
-            return Ok(None);
-        };
-        let track = self.ids.thread(defs, &self.strings, gtid);
-        Ok(Some((
-            Event::Flow(FlowPoint {
-                id: FlowId(0),
-                role: FlowRole::Start,
-                track,
-                ts,
-                bind: FlowBind::Enclosing,
-                name: Some(self.keys.launch),
-                cat: Some(self.keys.cat_launch),
-            }),
-            Hook::Launch {
-                src,
-                grow,
-                gpu_start,
-            },
-        )))
-    }
+/// A launch of GPU work of flow source `src`: a flow start on the launching thread.
+pub fn decode_launch(imp: &mut Importer, src: u8, row: &Row, defs: &mut Defs) -> Decoded {
+    let mut c = Cols::new(row);
+    let ts = c.int("start")?;
+    let Some(gtid) = c.opt_int("globalTid")? else {
+        return Err(Skip::NoId("globalTid"));
+    };
+    let grow = c.int("rowid")?;
+    // GPU work that its own stream will skip as malformed gets no flow either.
+    let (Ok(gpu_start), Ok(_), Ok(_), Ok(_), Ok(_)) = (
+        c.int("start"),
+        c.opt_int("end"),
+        c.int("deviceId"),
+        c.opt_int("contextId"),
+        c.int("streamId"),
+    ) else {
+        return Ok(None);
+    };
+    let track = imp.thread(defs, gtid);
+    Ok(Some((
+        Event::Flow(FlowPoint {
+            id: FlowId(0),
+            role: FlowRole::Start,
+            track,
+            ts,
+            bind: FlowBind::Enclosing,
+            name: Some(imp.keys().launch),
+            cat: Some(imp.keys().cat_launch),
+        }),
+        Hook::Launch {
+            src,
+            grow,
+            gpu_start,
+        },
+    )))
 }

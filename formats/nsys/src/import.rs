@@ -10,10 +10,12 @@ use std::path::Path;
 use tracex_ir::{Error, ImportCtx, Result};
 
 use crate::db::{self, Schema};
+use crate::dispatch::Decoder;
+use crate::emit::Emitter;
 use crate::enums::Enums;
 use crate::identity::Identity;
 use crate::importer::Importer;
-use crate::options::ImportOptions;
+use crate::options::{Activity, ImportOptions};
 use crate::stacks::Callchains;
 use crate::strings::Strings;
 use crate::{
@@ -37,15 +39,7 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
     let mut ids = Identity::load(&conn, &schema);
     let nvtx_defs = nvtx::load_defs(&conn, &schema, &mut ids, &strings, ctx.diag)?;
     let callchains = Callchains::new(&conn, &schema);
-    let mut imp = Importer::new(
-        opts.clone(),
-        strings,
-        enums,
-        ids,
-        nvtx_defs,
-        callchains,
-        ctx.defs,
-    );
+    let mut imp = Importer::new(opts.clone(), strings, enums, ids, callchains, ctx.defs);
 
     let mut setup = plan::Setup {
         conn: &conn,
@@ -56,7 +50,7 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
     };
     let api = cpu::cuda_api_plan(&mut setup, &mut imp)?;
     cpu::plans(&mut setup, &mut imp)?;
-    gpu::plans(&mut setup, &mut imp)?;
+    gpu::plans(&mut setup, &imp)?;
     let share = flows::kernel_launches_wanted(&schema, &imp, api);
     let mut passes = Vec::new();
     let mut kernel_spool = None;
@@ -65,11 +59,11 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
         setup.streams.push(stream);
         passes.push(pass);
     }
-    flows::plans(&schema, &mut imp, api, kernel_spool, &mut setup.streams);
+    let flow_sources = flows::plans(&schema, &imp, api, kernel_spool, &mut setup.streams);
     nvtx::plans(&schema, &imp, &mut setup.streams);
-    samples::plans(&mut setup, &mut imp)?;
-    instants::plans(&mut setup, &mut imp)?;
-    counters::plans(&mut setup, &mut imp)?;
+    samples::plans(&mut setup, &imp)?;
+    instants::plans(&mut setup, &imp)?;
+    let counters = counters::plans(&mut setup, &imp)?;
     let streams = setup.streams;
 
     let mut total = 0;
@@ -81,24 +75,19 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
     ctx.progress.set_total(total);
     ctx.progress.set_done(0);
 
-    merge::run(&mut imp, path, &streams, &passes, ctx)?;
-    if imp.pending_launches() > 0 {
+    let emitter = Emitter::new(&flow_sources, imp.wants(Activity::NvtxKernel));
+    let mut dec = Decoder::new(imp, nvtx_defs, counters, emitter);
+    merge::run(&mut dec, path, &streams, &passes, ctx)?;
+    if dec.pending_launches() > 0 {
         return Err(Error::invalid(
             at,
             format!(
                 "internal: {} launches never met their GPU work; please report this file",
-                imp.pending_launches()
+                dec.pending_launches()
             ),
         ));
     }
-    let Importer {
-        mut ids,
-        strings,
-        diag,
-        ..
-    } = imp;
-    ctx.diag.merge(&diag);
-    ids.finish(ctx.defs, &strings);
+    dec.finish(ctx.defs);
     tables::account(&conn, &schema, ctx.diag)?;
     Ok(())
 }

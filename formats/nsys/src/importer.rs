@@ -1,107 +1,22 @@
-//! The state of one import: what was read up front (strings, enums, names), what is in flight
-//! (launches waiting for their GPU work, open NVTX ranges per thread), and the two steps every
-//! row goes through: `decode` (row → event, when the row becomes its stream's head) and
-//! `on_emit` (side effects in time order, when the merge hands the event on).
+//! What every decoding module shares while rows are read: the names read up front (strings,
+//! enums, processes and threads, callchains), the options, the interned keys. Its state is
+//! private; decoders go through the small API below, and what only one kind of row needs
+//! (API names, counter series, NVTX domains, launches in flight) lives with that decoder.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-use crate::db::Row;
 use rustc_hash::FxHashMap;
 use tracex_ir::diag::kinds as ir_kinds;
-use tracex_ir::order::OrderKey;
 use tracex_ir::{
-    Arg, Args, CounterId, Defs, DiagKind, Diagnostics, Error, Event, FlowId, ImportCtx, Instant,
-    Location, Slice, StrId, TrackId, Value,
+    Arg, Args, Defs, Diagnostics, Location, ProcessId, Result, StackId, StrId, TrackId, Value,
 };
 
-use crate::db::{BadValue, Cols};
+use crate::catalogue::How;
+use crate::db::Cols;
 use crate::diag as d;
-use crate::enums::Enums;
-use crate::identity::Identity;
-use crate::nvtx::NvtxDefs;
-use crate::options::ImportOptions;
-use crate::plan::Kind;
-use crate::stacks::Callchains;
+use crate::enums::{Enum, Enums};
+use crate::identity::{GlobalId, Identity};
+use crate::options::{Activities, Activity, ImportOptions};
+use crate::stacks::{Callchains, Chain};
 use crate::strings::Strings;
-
-/// What to do when a decoded event is emitted.
-#[derive(Clone, Copy, Debug)]
-pub enum Hook {
-    None,
-    /// GPU work of flow source `src`, row `rowid`: ends the flow of its launch, if any.
-    Gpu {
-        src: u8,
-        rowid: i64,
-    },
-    /// A launch of GPU row `grow` of source `src` that starts at `gpu_start`.
-    Launch {
-        src: u8,
-        grow: i64,
-        gpu_start: i64,
-    },
-    /// An NVTX push/pop range (for the NVTX names of kernels launched inside it); `emit` false
-    /// when the range itself is not wanted in the output.
-    NvtxPush {
-        end: i64,
-        name: StrId,
-        emit: bool,
-    },
-}
-
-/// Why a row gave no event.
-pub enum Skip {
-    /// A value of the wrong type: counted, row skipped.
-    Bad(BadValue),
-    /// No global thread/process id: counted, row skipped.
-    NoId(&'static str),
-    /// An input or SQLite failure: the import stops.
-    Fatal(Error),
-}
-
-impl From<BadValue> for Skip {
-    fn from(b: BadValue) -> Skip {
-        Skip::Bad(b)
-    }
-}
-
-impl From<Error> for Skip {
-    fn from(e: Error) -> Skip {
-        Skip::Fatal(e)
-    }
-}
-
-pub type Decoded = Result<Option<(Event, Hook)>, Skip>;
-
-/// A launch whose GPU work has not started yet.
-pub struct PendingLaunch {
-    pub flow: FlowId,
-    /// NVTX push/pop ranges open on the launching thread, outermost first (nvtx-kernel).
-    pub nvtx: Vec<StrId>,
-}
-
-/// An event made at emission time for a later (or equal) point in the order.
-struct Deferred {
-    key: OrderKey,
-    event: Event,
-}
-
-impl PartialEq for Deferred {
-    fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
-    }
-}
-impl Eq for Deferred {}
-impl PartialOrd for Deferred {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Deferred {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.key.cmp(&o.key)
-    }
-}
 
 /// Interned names used on every row.
 pub struct Keys {
@@ -133,7 +48,7 @@ impl Keys {
             cat_sync: defs.intern(cat::SYNC),
             cat_graph: defs.intern(cat::GRAPH),
             cat_nvtx: defs.intern(cat::NVTX),
-            cat_nvtx_kernel: defs.intern(tracex_ir::kind::cat::NVTX_KERNEL),
+            cat_nvtx_kernel: defs.intern(cat::NVTX_KERNEL),
             cat_cuda_event: defs.intern("cuda_event"),
             cat_launch: defs.intern("cuda_launch"),
             launch: defs.intern("launch"),
@@ -144,47 +59,25 @@ impl Keys {
 }
 
 pub struct Importer<'c> {
-    pub opts: ImportOptions,
-    pub strings: Strings,
-    pub enums: Enums,
-    pub ids: Identity,
-    pub nvtx: NvtxDefs,
-    pub callchains: Callchains<'c>,
-    pub keys: Keys,
-    /// Flow sources (GPU tables) whose launches are read, by `src`.
-    pub flow_sources: Vec<bool>,
-    pending: FxHashMap<(u8, i64), PendingLaunch>,
-    /// Open NVTX push/pop ranges per thread track: (end, name), innermost last.
-    nvtx_open: FxHashMap<TrackId, Vec<(i64, StrId)>>,
-    deferred: BinaryHeap<Reverse<Deferred>>,
-    deferred_seq: u64,
-    /// Counter series made so far, by a key of the module that made them.
-    pub counters: FxHashMap<(u8, i64, i64), CounterId>,
-    /// Running totals of CUDA memory per (host process key, device).
-    pub memory_totals: FxHashMap<(i64, i64), i64>,
+    opts: ImportOptions,
+    strings: Strings,
+    enums: Enums,
+    ids: Identity,
+    callchains: Callchains<'c>,
+    keys: Keys,
     /// Colours by NVTX name (`--nvtx-color-scheme`), cached.
     colors: FxHashMap<StrId, Option<StrId>>,
     /// Arg keys interned on first use, by the address of the static text (cheaper to hash
     /// than the text, and looked up for every argument of every row).
     arg_keys: FxHashMap<usize, StrId>,
-
-    /// CUDA API display names (without the ABI suffix) by string id.
-    pub api_names: FxHashMap<i64, (StrId, Option<i64>)>,
-    pub metric_names: crate::counters::MetricNames,
-    /// Memcpy slice names by copy kind.
-    pub memcpy_names: FxHashMap<i64, StrId>,
-    /// What decoding rows counted; `import` adds it to the context's diagnostics at the end.
-    pub diag: Diagnostics,
 }
 
 impl<'c> Importer<'c> {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         opts: ImportOptions,
         strings: Strings,
         enums: Enums,
         ids: Identity,
-        nvtx: NvtxDefs,
         callchains: Callchains<'c>,
         defs: &mut Defs,
     ) -> Importer<'c> {
@@ -193,24 +86,34 @@ impl<'c> Importer<'c> {
             strings,
             enums,
             ids,
-            nvtx,
             callchains,
             keys: Keys::new(defs),
-            flow_sources: Vec::new(),
-            pending: FxHashMap::default(),
-            nvtx_open: FxHashMap::default(),
-            deferred: BinaryHeap::new(),
-            deferred_seq: 0,
-            counters: FxHashMap::default(),
-            memory_totals: FxHashMap::default(),
             colors: FxHashMap::default(),
             arg_keys: FxHashMap::default(),
-
-            api_names: FxHashMap::default(),
-            metric_names: Default::default(),
-            memcpy_names: FxHashMap::default(),
-            diag: Diagnostics::default(),
         }
+    }
+
+    /// Names what is left (threads, processes) once every row is read.
+    pub fn finish(mut self, defs: &mut Defs) {
+        self.ids.finish(defs, &self.strings);
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// The activities read (`--activity`).
+    pub fn activities(&self) -> Activities {
+        self.opts.activities
+    }
+
+    pub fn wants(&self, a: Activity) -> bool {
+        self.opts.activities.contains(a)
+    }
+
+    /// `--nvtx-prefix`: the prefixes an NVTX range name must start with (none: all).
+    pub fn nvtx_prefixes(&self) -> &[String] {
+        &self.opts.nvtx_prefixes
     }
 
     /// The interned arg key `k`.
@@ -226,15 +129,45 @@ impl<'c> Importer<'c> {
         args.push(Arg { key, value });
     }
 
+    /// The text of `StringIds` id `id`.
+    pub fn text(&self, id: i64) -> Option<&str> {
+        self.strings.get(id)
+    }
+
     /// A name from `StringIds`, or "[string N]" (counted) when the id is unknown.
-    pub fn name(&mut self, defs: &mut Defs, id: i64, at: impl FnOnce() -> Location) -> StrId {
+    pub fn name(
+        &mut self,
+        defs: &mut Defs,
+        diag: &mut Diagnostics,
+        id: i64,
+        at: impl FnOnce() -> Location,
+    ) -> StrId {
         match self.strings.intern(defs, id) {
             Some(s) => s,
             None => {
-                self.diag.record(&d::UNKNOWN_STRING, at());
+                diag.record(&d::UNKNOWN_STRING, at());
                 defs.intern(&format!("[string {id}]"))
             }
         }
+    }
+
+    /// The label of value `n` of enumeration `e`, or the number.
+    pub fn label(&self, e: Enum, n: i64) -> String {
+        self.enums.label_or_number(e, n)
+    }
+
+    /// Reads one argument column as `how` says; NULL gives no argument. Arguments never fail a
+    /// row: a value of an unexpected type is shown as it is.
+    pub fn arg_value(&self, c: &mut Cols, how: How) -> Option<Value> {
+        let v = c.raw()?;
+        Some(match (how, v) {
+            (How::Str, Value::Int(id)) => match self.strings.get(id) {
+                Some(s) => Value::str(s),
+                None => Value::Int(id),
+            },
+            (How::Enum(e), Value::Int(n)) => Value::str(self.enums.label_or_number(e, n)),
+            (_, v) => v,
+        })
     }
 
     /// The colour `--nvtx-color-scheme` gives `name`.
@@ -255,272 +188,75 @@ impl<'c> Importer<'c> {
         c
     }
 
-    /// Turns one row into an event (or nothing).
-    pub fn decode(&mut self, kind: &Kind, table: &str, row: &Row, ctx: &mut ImportCtx) -> Decoded {
-        match kind {
-            Kind::CudaApi => self.decode_cuda_api(table, row, ctx.defs),
-            Kind::Cpu(spec) => self.decode_cpu(spec, table, row, ctx.defs),
-            Kind::Gpu(spec) => self.decode_gpu(spec, table, row, ctx.defs),
-            Kind::CudaEvent => self.decode_cuda_event(table, row, ctx.defs),
-            Kind::Launch { src } => self.decode_launch(*src, row, ctx.defs),
-            Kind::NvtxPushPop { emit } => {
-                self.decode_nvtx_range(false, *emit, table, row, ctx.defs)
-            }
-            Kind::NvtxStartEnd => self.decode_nvtx_range(true, true, table, row, ctx.defs),
-            Kind::NvtxMark => self.decode_nvtx_mark(table, row, ctx.defs),
-            Kind::Projection => self.decode_projection(row, ctx.defs),
-            Kind::Sample => self.decode_sample(table, row, ctx.defs),
-            Kind::Sched => self.decode_sched(row, ctx.defs),
-            Kind::GpuMetric => self.decode_gpu_metric(table, row, ctx.defs),
-            Kind::MemoryUsage => self.decode_memory_usage(row, ctx.defs),
-            Kind::Instant(spec) => self.decode_instant(spec, table, row, ctx.defs),
-        }
-    }
-
-    /// Side effects of emitting `event`, in time order; returns what to emit (or nothing).
-    pub fn on_emit(&mut self, mut event: Event, hook: Hook, defs: &mut Defs) -> Option<Event> {
-        match hook {
-            Hook::None => Some(event),
-            Hook::NvtxPush { end, name, emit } => {
-                if let Event::Slice(s) = &event {
-                    let stack = self.nvtx_open.entry(s.track).or_default();
-                    stack.retain(|(e, _)| *e > s.ts);
-                    stack.push((end, name));
-                }
-                emit.then_some(event)
-            }
-            Hook::Launch {
-                src,
-                grow,
-                gpu_start,
-            } => {
-                let Event::Flow(f) = &mut event else {
-                    return None;
-                };
-                // GPU work that started before (or with) its launch was already emitted
-                // without a flow; a second launch with the same id gets none either.
-                if gpu_start <= f.ts {
-                    return None;
-                }
-                if self.pending.contains_key(&(src, grow)) {
-                    self.diag
-                        .record(&d::DUPLICATE_CORRELATION, crate::gpu::location(src, grow));
-                    return None;
-                }
-                f.id = defs.new_flow_id();
-                let nvtx = if self.opts.activities.contains(crate::Activity::NvtxKernel)
-                    && src == crate::gpu::SRC_KERNEL
-                {
-                    self.open_nvtx_names(f.track, f.ts)
-                } else {
-                    Vec::new()
-                };
-                self.pending
-                    .insert((src, grow), PendingLaunch { flow: f.id, nvtx });
-                Some(event)
-            }
-            Hook::Gpu { src, rowid } => {
-                let Event::Slice(s) = &mut event else {
-                    return Some(event);
-                };
-                if !self
-                    .flow_sources
-                    .get(src as usize)
-                    .copied()
-                    .unwrap_or(false)
-                {
-                    return Some(event);
-                }
-                match self.pending.remove(&(src, rowid)) {
-                    Some(p) => {
-                        if !p.nvtx.is_empty() {
-                            let key = self.keys.nvtx;
-                            let names: Vec<String> = p
-                                .nvtx
-                                .iter()
-                                .map(|n| serde_json::to_string(defs.str(*n)).unwrap_or_default())
-                                .collect();
-                            s.args.push(Arg {
-                                key,
-                                value: Value::Json(format!("[{}]", names.join(",")).into()),
-                            });
-                        }
-                        let end = Event::Flow(tracex_ir::FlowPoint {
-                            id: p.flow,
-                            role: tracex_ir::FlowRole::End,
-                            track: s.track,
-                            ts: s.ts,
-                            bind: tracex_ir::FlowBind::Enclosing,
-                            name: Some(self.keys.launch),
-                            cat: Some(self.keys.cat_launch),
-                        });
-                        self.defer(end);
-                    }
-                    None => self
-                        .diag
-                        .record(&d::LAUNCH_NOT_FOUND, crate::gpu::location(src, rowid)),
-                }
-                Some(event)
-            }
-        }
-    }
-
-    /// Names of the NVTX push/pop ranges open on `track` at `ts`, outermost first.
-    fn open_nvtx_names(&mut self, track: TrackId, ts: i64) -> Vec<StrId> {
-        match self.nvtx_open.get_mut(&track) {
-            Some(stack) => {
-                stack.retain(|(e, _)| *e > ts);
-                stack.iter().map(|(_, n)| *n).collect()
-            }
-            None => Vec::new(),
-        }
-    }
-
-    fn defer(&mut self, event: Event) {
-        self.deferred_seq += 1;
-        let key = OrderKey::of(&event, u64::MAX / 2 + self.deferred_seq);
-        self.deferred.push(Reverse(Deferred { key, event }));
-    }
-
-    /// The key of the next deferred event.
-    pub fn next_deferred(&self) -> Option<OrderKey> {
-        self.deferred.peek().map(|Reverse(d)| d.key)
-    }
-
-    pub fn pop_deferred(&mut self) -> Option<Event> {
-        self.deferred.pop().map(|Reverse(d)| d.event)
-    }
-
-    /// Launches whose GPU work never came (none in a consistent file).
-    pub fn pending_launches(&self) -> usize {
-        self.pending.len()
-    }
-
-    /// Counts a skipped row.
-    pub fn record_skip(diag: &mut Diagnostics, table: &str, rowid: i64, why: &Skip) {
-        let at = Location::Row {
-            table: table.to_string(),
-            rowid,
-        };
-        match why {
-            Skip::Bad(b) => diag.record_detail(&d::BAD_VALUE, at, b.describe()),
-            Skip::NoId(col) => diag.record_detail(&d::MISSING_ID, at, format!("{col} is NULL")),
-            Skip::Fatal(_) => {}
-        }
-    }
-
     /// `end - start` as a duration: `None` for an open range; a negative one is clamped to 0,
     /// counted, and kept in an arg.
     pub fn duration(
         &mut self,
         defs: &mut Defs,
-        start: i64,
-        end: Option<i64>,
+        diag: &mut Diagnostics,
+        (start, end): (i64, Option<i64>),
         args: &mut Args,
         at: impl FnOnce() -> Location,
     ) -> Option<i64> {
         let end = match end {
             Some(e) => e,
             None => {
-                self.diag.record(&ir_kinds::OPEN_SLICE, at());
+                diag.record(&ir_kinds::OPEN_SLICE, at());
                 return None;
             }
         };
         let dur = end.saturating_sub(start);
         if dur < 0 {
-            self.diag.record(&ir_kinds::SLICE_NEGATIVE_DURATION, at());
+            diag.record(&ir_kinds::SLICE_NEGATIVE_DURATION, at());
             self.arg(defs, args, "tracex_original_dur_ns", Value::Int(dur));
             return Some(0);
         }
         Some(dur)
     }
-}
 
-/// Where row `rowid` of `table` is, for diagnostics.
-pub fn row_at(table: &str, rowid: i64) -> impl Fn() -> Location + Copy + '_ {
-    move || Location::Row {
-        table: table.to_string(),
-        rowid,
-    }
-}
-
-/// The start, end and thread of a CPU-side range: the first columns after the rowid.
-pub fn thread_range(c: &mut Cols) -> Result<(i64, Option<i64>, i64), Skip> {
-    let start = c.int("start")?;
-    let end = c.opt_int("end")?;
-    let Some(gtid) = c.opt_int("globalTid")? else {
-        return Err(Skip::NoId("globalTid"));
-    };
-    Ok((start, end, gtid))
-}
-
-/// The parts of a slice or instant event.
-pub struct Parts {
-    pub track: TrackId,
-    pub ts: i64,
-    pub name: StrId,
-    pub cat: StrId,
-    pub args: Args,
-}
-
-impl Parts {
-    /// A slice of duration `dur` (`None`: open) with these parts.
-    pub fn slice(
-        self,
-        dur: Option<i64>,
-        stack: Option<tracex_ir::StackId>,
-        color: Option<StrId>,
-    ) -> Event {
-        let mut s = Slice::new(self.track, self.ts, 0, self.name);
-        s.dur = dur;
-        s.cat = Some(self.cat);
-        s.args = self.args;
-        s.stack = stack;
-        s.color = color;
-        Event::Slice(s)
+    /// The thread track of a globalTid.
+    pub fn thread(&mut self, defs: &mut Defs, gtid: i64) -> TrackId {
+        self.ids.thread(defs, &self.strings, gtid)
     }
 
-    /// The decoding of a row into an uncoloured instant with no hook.
-    pub fn plain_instant(track: TrackId, ts: i64, name: StrId, cat: StrId, args: Args) -> Decoded {
-        let parts = Parts {
-            track,
-            ts,
-            name,
-            cat,
-            args,
-        };
-        Ok(Some((parts.instant(None), Hook::None)))
+    /// The host process of a globalPid or globalTid.
+    pub fn process(&mut self, defs: &mut Defs, g: GlobalId) -> ProcessId {
+        self.ids.process(defs, g)
     }
 
-    /// An instant with these parts.
-    pub fn instant(self, color: Option<StrId>) -> Event {
-        Event::Instant(Instant {
-            track: self.track,
-            ts: self.ts,
-            name: self.name,
-            cat: Some(self.cat),
-            args: self.args,
-            stack: None,
-            color,
-        })
+    /// The process that stands for GPU `device` of `machine`.
+    pub fn device(&mut self, defs: &mut Defs, machine: i64, device: i64) -> ProcessId {
+        self.ids.device(defs, machine, device)
     }
-}
 
-/// Records `kind` for `n` rows of `table`, the first of which is `first`.
-pub fn record_rows(
-    diag: &mut Diagnostics,
-    kind: &'static DiagKind,
-    table: &str,
-    (n, first): (u64, i64),
-    detail: Option<String>,
-) {
-    diag.record_n(
-        kind,
-        n,
-        Location::Row {
-            table: table.to_string(),
-            rowid: first,
-        },
-        detail,
-    );
+    /// The track of one CUDA stream of host process `gpid` on `device`.
+    pub fn stream(
+        &mut self,
+        defs: &mut Defs,
+        gpid: GlobalId,
+        device: i64,
+        (context, stream): (i64, i64),
+    ) -> TrackId {
+        self.ids.stream(defs, gpid, device, context, stream)
+    }
+
+    /// The process-wide track of `p`.
+    pub fn process_track(&mut self, defs: &mut Defs, p: ProcessId) -> TrackId {
+        self.ids.process_track(defs, p)
+    }
+
+    /// The async track `name` of `p`.
+    pub fn async_track(&mut self, defs: &mut Defs, p: ProcessId, name: StrId) -> TrackId {
+        self.ids.async_track(defs, p, name)
+    }
+
+    /// Whether the file has callchains of kind `c`.
+    pub fn has_chain(&self, c: Chain) -> bool {
+        self.callchains.has(c)
+    }
+
+    /// The stack of callchain `id` of kind `c`.
+    pub fn stack(&mut self, defs: &mut Defs, c: Chain, id: i64) -> Result<Option<StackId>> {
+        self.callchains.stack(c, id, &mut self.strings, defs)
+    }
 }

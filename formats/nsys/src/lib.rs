@@ -6,10 +6,14 @@
 //! (`EventOrder::Sorted`), with memory bounded by definitions and in-flight launches, not by rows.
 //! Mapping per table and version, and what is not imported: `docs/formats/nsys.md`.
 
+mod catalogue;
 mod counters;
 mod cpu;
 mod db;
+mod decoded;
 pub mod diag;
+mod dispatch;
+mod emit;
 mod enums;
 mod flows;
 mod format;

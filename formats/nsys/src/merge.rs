@@ -14,7 +14,9 @@ use tracex_ir::order::OrderKey;
 use tracex_ir::{Error, Event, ImportCtx, Location, Result};
 
 use crate::db::{self, rowid, sqlite_error, Row};
-use crate::importer::{Hook, Importer, Skip};
+use crate::decoded::{Hook, Skip};
+use crate::diag::record_skip;
+use crate::dispatch::Decoder;
 use crate::plan::{Orders, Query, Source, StreamDef};
 use crate::projection::Pass;
 use crate::spool::{Next, SpoolReader};
@@ -155,7 +157,7 @@ struct Head {
 
 /// Decodes rows of stream `i` until one gives an event.
 fn next_head(
-    imp: &mut Importer,
+    dec: &mut Decoder,
     def: &StreamDef,
     cursor: &mut Cursor,
     last_rowid: &mut Option<i64>,
@@ -185,7 +187,7 @@ fn next_head(
             continue;
         }
         *last_rowid = Some(rid);
-        match imp.decode(&def.kind, &def.table, row, ctx) {
+        match dec.decode(&def.kind, &def.table, row, ctx) {
             Ok(Some((event, hook))) => {
                 let key = OrderKey::of(&event, i as u64);
                 return Ok(Some(Head {
@@ -195,7 +197,7 @@ fn next_head(
             }
             Ok(None) => {}
             Err(Skip::Fatal(e)) => return Err(e),
-            Err(skip) => Importer::record_skip(ctx.diag, &def.table, rid, &skip),
+            Err(skip) => record_skip(ctx.diag, &def.table, rid, &skip),
         }
     }
     Ok(None)
@@ -204,7 +206,7 @@ fn next_head(
 /// Runs every stream to its end, pushing events to `ctx` in the total order. `passes` (the
 /// nvtx-kernel pass) run on threads of their own and write the spools some streams read.
 pub fn run(
-    imp: &mut Importer,
+    dec: &mut Decoder,
     path: &Path,
     defs: &[StreamDef],
     passes: &[Pass],
@@ -248,12 +250,12 @@ pub fn run(
                 pos: 0,
             });
         }
-        merge(imp, defs, &mut cursors, ctx)
+        merge(dec, defs, &mut cursors, ctx)
     })
 }
 
 fn merge(
-    imp: &mut Importer,
+    dec: &mut Decoder,
     defs: &[StreamDef],
     cursors: &mut [Cursor],
     ctx: &mut ImportCtx,
@@ -262,7 +264,7 @@ fn merge(
     let mut heads: Vec<Option<Head>> = Vec::with_capacity(defs.len());
     let mut heap: BinaryHeap<Reverse<(OrderKey, usize)>> = BinaryHeap::new();
     for i in 0..defs.len() {
-        let h = next_head(imp, &defs[i], &mut cursors[i], &mut last_rowid[i], i, ctx)?;
+        let h = next_head(dec, &defs[i], &mut cursors[i], &mut last_rowid[i], i, ctx)?;
         if let Some(h) = &h {
             heap.push(Reverse((h.key, i)));
         }
@@ -271,12 +273,12 @@ fn merge(
     let mut last: Option<(i64, u8, i64)> = None;
     loop {
         let from_stream = heap.peek().map(|Reverse((k, i))| (*k, *i));
-        let event = match (from_stream, imp.next_deferred()) {
+        let event = match (from_stream, dec.next_deferred()) {
             (None, None) => break,
             (Some((k, i)), d) if d.is_none_or(|dk| k < dk) => {
                 heap.pop();
                 let head = heads[i].take().expect("a queued stream has a head");
-                let next = next_head(imp, &defs[i], &mut cursors[i], &mut last_rowid[i], i, ctx)?;
+                let next = next_head(dec, &defs[i], &mut cursors[i], &mut last_rowid[i], i, ctx)?;
                 if let Some(h) = &next {
                     heap.push(Reverse((h.key, i)));
                 }
@@ -284,12 +286,12 @@ fn merge(
                 let Item::Event(event, hook) = head.item else {
                     continue; // a watermark: the stream has been asked for more
                 };
-                match imp.on_emit(event, hook, ctx.defs) {
+                match dec.on_emit(event, hook, ctx.defs, ctx.diag) {
                     Some(e) => e,
                     None => continue,
                 }
             }
-            _ => imp.pop_deferred().expect("a deferred event"),
+            _ => dec.pop_deferred().expect("a deferred event"),
         };
         let k = OrderKey::of(&event, 0);
         let now = (k.ts, k.class, k.neg_dur);

@@ -7,15 +7,17 @@
 use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
 
-use crate::db::Row;
 use rustc_hash::FxHashMap;
-use tracex_ir::{Args, Defs, Diagnostics, Location, Result, StrId, Value};
+use tracex_ir::{Args, Defs, Diagnostics, Location, Result, StrId, TrackId, Value};
 
-use crate::db::{rowid, sqlite_error, Cols, Schema, Table};
-use crate::identity::GlobalId;
-use crate::importer::{record_rows, row_at, thread_range, Decoded, Hook, Importer, Parts, Skip};
+use crate::db::{rowid, sqlite_error, Cols, Row, Schema, Table};
+use crate::decoded::{thread_range, Decoded, Hook, Parts, Skip};
+use crate::diag::{record_rows, row_at};
+use crate::identity::{GlobalId, Identity};
+use crate::importer::Importer;
 use crate::options::Activity;
 use crate::plan::{order_by, range_order, rows_where, Kind, Query, StreamDef};
+use crate::strings::Strings;
 
 pub const PUSH_POP: &str = "59, 70";
 pub const START_END: &str = "60, 71";
@@ -23,7 +25,8 @@ pub const MARK: &str = "34";
 const DEFINITIONS: &str = "33, 39, 75, 76";
 const KNOWN: &str = "33, 34, 39, 59, 60, 70, 71, 75, 76";
 
-/// Names of NVTX domains and categories, per process.
+/// Names of NVTX domains and categories, per process: what decoding NVTX rows needs besides
+/// the shared state.
 #[derive(Debug, Default)]
 pub struct NvtxDefs {
     domains: FxHashMap<(i64, i64), String>,
@@ -68,8 +71,8 @@ pub fn prefix_filter(
 pub fn load_defs(
     conn: &Connection,
     schema: &Schema,
-    ids: &mut crate::identity::Identity,
-    strings: &crate::strings::Strings,
+    ids: &mut Identity,
+    strings: &Strings,
     diag: &mut Diagnostics,
 ) -> Result<NvtxDefs> {
     let mut nv = NvtxDefs::default();
@@ -166,7 +169,7 @@ const COLS: &[&str] = &[
 ];
 
 pub fn plans(schema: &Schema, imp: &Importer, out: &mut Vec<StreamDef>) {
-    let acts = imp.opts.activities;
+    let acts = imp.activities();
     let want_ranges = acts.contains(Activity::Nvtx);
     // nvtx-kernel needs the push/pop ranges to name the kernels launched inside them.
     let want_push_pop = want_ranges || acts.contains(Activity::NvtxKernel);
@@ -181,7 +184,7 @@ pub fn plans(schema: &Schema, imp: &Importer, out: &mut Vec<StreamDef>) {
     }
     let mut add = |types: &str, kind: Kind| {
         let mut params = Vec::new();
-        let filter = prefix_filter(&t, "n.", &imp.opts.nvtx_prefixes, &mut params);
+        let filter = prefix_filter(&t, "n.", imp.nvtx_prefixes(), &mut params);
         let cols = COLS
             .iter()
             .map(|c| match t.has(c) {
@@ -219,9 +222,53 @@ struct NvtxRow {
     args: Args,
 }
 
-impl Importer<'_> {
+/// The one payload union member that is set.
+fn payload(imp: &Importer, c: &mut Cols) -> Option<Value> {
+    let vals: Vec<Option<Value>> = (0..9).map(|_| c.raw()).collect();
+    let mut it = vals.into_iter();
+    let (u64v, i64v, dv, u32v, i32v, fv, json, json_id, blob) = (
+        it.next()?,
+        it.next()?,
+        it.next()?,
+        it.next()?,
+        it.next()?,
+        it.next()?,
+        it.next()?,
+        it.next()?,
+        it.next()?,
+    );
+    if let Some(Value::Int(v)) = u64v {
+        return Some(Value::UInt(v as u64));
+    }
+    if let Some(v) = i64v.or(dv).or(u32v).or(i32v).or(fv).or(json) {
+        return Some(v);
+    }
+    if let Some(Value::Int(id)) = json_id {
+        return Some(match imp.text(id) {
+            Some(s) => Value::str(s),
+            None => Value::Int(id),
+        });
+    }
+    blob
+}
+
+/// How a range row is read: on an async track (start/end) or its thread (push/pop), and
+/// whether it is emitted.
+#[derive(Clone, Copy)]
+pub struct RangeKind {
+    pub async_range: bool,
+    pub emit: bool,
+}
+
+impl NvtxDefs {
     /// Reads an NVTX event row: name, domain, category, colour, payload.
-    fn nvtx_row(&mut self, table: &str, row: &Row, defs: &mut Defs) -> Result<NvtxRow, Skip> {
+    fn row(
+        &self,
+        imp: &mut Importer,
+        table: &str,
+        row: &Row,
+        (defs, diag): (&mut Defs, &mut Diagnostics),
+    ) -> Result<NvtxRow, Skip> {
         let rid = rowid(row);
         let at = row_at(table, rid);
         let mut c = Cols::new(row);
@@ -235,39 +282,39 @@ impl Importer<'_> {
         let range_id = c.opt_int("rangeId")?;
         let name = match (text, text_id) {
             (Some(t), _) => defs.intern(&t),
-            (None, Some(id)) => self.name(defs, id, at),
+            (None, Some(id)) => imp.name(defs, diag, id, at),
             (None, None) => defs.intern("[unnamed NVTX range]"),
         };
         let p = GlobalId(gtid).process_key();
         let mut args = Args::new();
         if domain != 0 {
-            let v = match self.nvtx.domains.get(&(p, domain)) {
+            let v = match self.domains.get(&(p, domain)) {
                 Some(n) => Value::str(n.as_str()),
                 None => Value::Int(domain),
             };
-            self.arg(defs, &mut args, "domain", v);
+            imp.arg(defs, &mut args, "domain", v);
         }
         if let Some(cat) = category {
-            let v = match self.nvtx.categories.get(&(p, domain, cat)) {
+            let v = match self.categories.get(&(p, domain, cat)) {
                 Some(n) => Value::str(n.as_str()),
                 None => Value::Int(cat),
             };
-            self.arg(defs, &mut args, "category", v);
+            imp.arg(defs, &mut args, "category", v);
         }
         if let Some(argb) = color {
             let v = Value::str(format!("#{:06x}", argb & 0xFF_FFFF));
-            self.arg(defs, &mut args, "color", v);
+            imp.arg(defs, &mut args, "color", v);
         }
         if let Some(r) = range_id {
-            self.arg(defs, &mut args, "range_id", Value::Int(r));
+            imp.arg(defs, &mut args, "range_id", Value::Int(r));
         }
         if let Some(e) = end_gtid.filter(|e| *e != gtid) {
-            self.arg(defs, &mut args, "end_tid", Value::Int(GlobalId(e).tid()));
+            imp.arg(defs, &mut args, "end_tid", Value::Int(GlobalId(e).tid()));
         }
-        if let Some(v) = self.nvtx_payload(&mut c) {
-            self.arg(defs, &mut args, "payload", v);
+        if let Some(v) = payload(imp, &mut c) {
+            imp.arg(defs, &mut args, "payload", v);
         }
-        let color = self.color_of(defs, name);
+        let color = imp.color_of(defs, name);
         Ok(NvtxRow {
             start,
             end,
@@ -279,54 +326,25 @@ impl Importer<'_> {
         })
     }
 
-    /// The one payload union member that is set.
-    fn nvtx_payload(&mut self, c: &mut Cols) -> Option<Value> {
-        let vals: Vec<Option<Value>> = (0..9).map(|_| c.raw()).collect();
-        let mut it = vals.into_iter();
-        let (u64v, i64v, dv, u32v, i32v, fv, json, json_id, blob) = (
-            it.next()?,
-            it.next()?,
-            it.next()?,
-            it.next()?,
-            it.next()?,
-            it.next()?,
-            it.next()?,
-            it.next()?,
-            it.next()?,
-        );
-        if let Some(Value::Int(v)) = u64v {
-            return Some(Value::UInt(v as u64));
-        }
-        if let Some(v) = i64v.or(dv).or(u32v).or(i32v).or(fv).or(json) {
-            return Some(v);
-        }
-        if let Some(Value::Int(id)) = json_id {
-            return Some(match self.strings.get(id) {
-                Some(s) => Value::str(s),
-                None => Value::Int(id),
-            });
-        }
-        blob
-    }
-
-    pub fn decode_nvtx_range(
+    /// A push/pop or start/end range.
+    pub fn decode_range(
         &mut self,
-        async_range: bool,
-        emit: bool,
+        imp: &mut Importer,
+        how: RangeKind,
         table: &str,
         row: &Row,
-        defs: &mut Defs,
+        (defs, diag): (&mut Defs, &mut Diagnostics),
     ) -> Decoded {
         let rid = rowid(row);
         let at = row_at(table, rid);
-        let mut r = self.nvtx_row(table, row, defs)?;
-        let track = if async_range {
-            self.async_range_track(defs, GlobalId(r.gtid), r.domain)
+        let mut r = self.row(imp, table, row, (defs, diag))?;
+        let track = if how.async_range {
+            self.async_range_track(imp, defs, GlobalId(r.gtid), r.domain)
         } else {
-            self.ids.thread(defs, &self.strings, r.gtid)
+            imp.thread(defs, r.gtid)
         };
-        let dur = if emit {
-            self.duration(defs, r.start, r.end, &mut r.args, at)
+        let dur = if how.emit {
+            imp.duration(defs, diag, (r.start, r.end), &mut r.args, at)
         } else {
             r.end.map(|e| (e - r.start).max(0))
         };
@@ -334,16 +352,16 @@ impl Importer<'_> {
             track,
             ts: r.start,
             name: r.name,
-            cat: self.keys.cat_nvtx,
+            cat: imp.keys().cat_nvtx,
             args: r.args,
         };
-        let hook = if async_range {
+        let hook = if how.async_range {
             Hook::None
         } else {
             Hook::NvtxPush {
                 end: r.end.unwrap_or(i64::MAX),
                 name: r.name,
-                emit,
+                emit: how.emit,
             }
         };
         Ok(Some((parts.slice(dur, None, r.color), hook)))
@@ -352,36 +370,44 @@ impl Importer<'_> {
     /// The async track of NVTX domain `domain` in the process of `g`: "NVTX <domain name>".
     fn async_range_track(
         &mut self,
+        imp: &mut Importer,
         defs: &mut Defs,
         g: GlobalId,
         domain: i64,
-    ) -> tracex_ir::TrackId {
-        let p = self.ids.process(defs, g);
+    ) -> TrackId {
+        let p = imp.process(defs, g);
         let key = (g.process_key(), domain);
-        let name = match self.nvtx.track_names.get(&key) {
+        let name = match self.track_names.get(&key) {
             Some(n) => *n,
             None => {
-                let n = match (domain, self.nvtx.domains.get(&key)) {
+                let n = match (domain, self.domains.get(&key)) {
                     (0, _) => defs.intern("NVTX"),
                     (_, Some(d)) => defs.intern(&format!("NVTX {d}")),
                     (d, None) => defs.intern(&format!("NVTX domain {d}")),
                 };
-                self.nvtx.track_names.insert(key, n);
+                self.track_names.insert(key, n);
                 n
             }
         };
-        self.ids.async_track(defs, p, name)
+        imp.async_track(defs, p, name)
     }
 
-    pub fn decode_nvtx_mark(&mut self, table: &str, row: &Row, defs: &mut Defs) -> Decoded {
-        let r = self.nvtx_row(table, row, defs)?;
-        let track = self.ids.thread(defs, &self.strings, r.gtid);
+    /// A mark (an instant on its thread).
+    pub fn decode_mark(
+        &self,
+        imp: &mut Importer,
+        table: &str,
+        row: &Row,
+        (defs, diag): (&mut Defs, &mut Diagnostics),
+    ) -> Decoded {
+        let r = self.row(imp, table, row, (defs, diag))?;
+        let track = imp.thread(defs, r.gtid);
         Ok(Some((
             Parts {
                 track,
                 ts: r.start,
                 name: r.name,
-                cat: self.keys.cat_nvtx,
+                cat: imp.keys().cat_nvtx,
                 args: r.args,
             }
             .instant(r.color),

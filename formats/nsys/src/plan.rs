@@ -8,9 +8,11 @@ use std::sync::{Arc, OnceLock};
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
-use tracex_ir::{Location, Result};
+use tracex_ir::{Location, Result, StrId};
 
+use crate::catalogue::{CpuTable, GpuTable, How, InstantTable};
 use crate::db::{sqlite_error, Schema, Table};
+use crate::diag::record_rows;
 use crate::options::{Activities, Activity};
 use crate::spool::Spool;
 use tracex_ir::{Defs, Diagnostics};
@@ -21,9 +23,9 @@ pub enum Kind {
     /// CUDA runtime/driver API calls.
     CudaApi,
     /// Other CPU-side ranges on thread tracks (OS runtime, cuBLAS, MPI, ...).
-    Cpu(Box<crate::cpu::CpuPlan>),
+    Cpu(Box<CpuPlan>),
     /// GPU work on stream tracks.
-    Gpu(&'static crate::gpu::GpuTable),
+    Gpu(&'static GpuTable),
     /// CUDA event completions (instants on stream tracks).
     CudaEvent,
     /// Flow starts: an API call that launched GPU work of table `src`.
@@ -43,7 +45,15 @@ pub enum Kind {
     GpuMetric,
     MemoryUsage,
     /// Rows shown as instants on a process track (page faults, memory pools, nsys diagnostics).
-    Instant(&'static crate::instants::InstantTable),
+    Instant(&'static InstantTable),
+}
+
+/// The argument columns of one CPU table as present in the file, with their keys interned.
+#[derive(Clone, Debug)]
+pub struct CpuPlan {
+    pub spec: &'static CpuTable,
+    pub args: Vec<(StrId, How)>,
+    pub has_chain: bool,
 }
 
 /// The table whose storage order decides whether a query must sort.
@@ -256,7 +266,7 @@ pub fn usable(
         return Ok(true);
     }
     let (n, first) = rows_where(conn, t, "1")?;
-    crate::importer::record_rows(
+    record_rows(
         diag,
         &crate::diag::TABLE_UNUSABLE,
         &t.name,

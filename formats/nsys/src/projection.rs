@@ -19,9 +19,10 @@ use rustc_hash::FxHashMap;
 use tracex_ir::{Defs, Location, Result, Value};
 
 use crate::db::{sqlite_error, Cols, Row, Schema};
+use crate::decoded::{Decoded, Hook, Parts};
 use crate::flows;
 use crate::identity::GlobalId;
-use crate::importer::{Decoded, Hook, Importer, Parts};
+use crate::importer::Importer;
 use crate::nvtx::{name_sql, prefix_filter, PUSH_POP};
 use crate::options::Activity;
 use crate::plan::{order_by, Kind, Orders, Query, StreamDef};
@@ -66,7 +67,7 @@ pub fn plan(
     imp: &Importer,
     share_launches: bool,
 ) -> Result<Option<(StreamDef, Pass)>> {
-    if !imp.opts.activities.contains(Activity::NvtxKernel) {
+    if !imp.wants(Activity::NvtxKernel) {
         return Ok(None);
     }
     let Some(n) = schema.table("NVTX_EVENTS") else {
@@ -79,7 +80,7 @@ pub fn plan(
         return Ok(None);
     }
     let mut params = Vec::new();
-    let filter = prefix_filter(&n, "n.", &imp.opts.nvtx_prefixes, &mut params);
+    let filter = prefix_filter(&n, "n.", imp.nvtx_prefixes(), &mut params);
     let nc = |c: &str| format!("n.{}", n.col(c));
     let select = format!(
         "SELECT n.rowid, {}, {}, {}, {} FROM {} n WHERE {} IN ({PUSH_POP}){filter}",
@@ -502,39 +503,38 @@ impl Pass {
     }
 }
 
-impl Importer<'_> {
-    pub fn decode_projection(&mut self, row: &Row, defs: &mut Defs) -> Decoded {
-        let mut c = Cols::new(row);
-        let start = c.int("start")?;
-        let end = c.int("end")?;
-        let machine = c.int("machine")?;
-        let device = c.int("device")?;
-        let name = c.opt_text().unwrap_or_default();
-        let gtid = c.int("gtid")?;
-        let nvtx_rowid = c.int("nvtx_rowid")?;
-        let kernels = c.int("kernels")?;
-        let dev = self.ids.device(defs, machine, device);
-        let track_name = defs.intern("NVTX ranges (GPU time)");
-        let track = self.ids.async_track(defs, dev, track_name);
-        let name = defs.intern(&name);
-        let mut args = Vec::with_capacity(4);
-        self.arg(defs, &mut args, "pid", Value::Int(GlobalId(gtid).pid()));
-        self.arg(defs, &mut args, "tid", Value::Int(GlobalId(gtid).tid()));
-        self.arg(defs, &mut args, "kernels", Value::Int(kernels));
-        self.arg(defs, &mut args, "nvtx_rowid", Value::Int(nvtx_rowid));
-        let color = self.color_of(defs, name);
-        let parts = Parts {
-            track,
-            ts: start,
-            name,
-            cat: self.keys.cat_nvtx_kernel,
-            args,
-        };
-        Ok(Some((
-            parts.slice(Some((end - start).max(0)), None, color),
-            Hook::None,
-        )))
-    }
+/// A projected range.
+pub fn decode_projection(imp: &mut Importer, row: &Row, defs: &mut Defs) -> Decoded {
+    let mut c = Cols::new(row);
+    let start = c.int("start")?;
+    let end = c.int("end")?;
+    let machine = c.int("machine")?;
+    let device = c.int("device")?;
+    let name = c.opt_text().unwrap_or_default();
+    let gtid = c.int("gtid")?;
+    let nvtx_rowid = c.int("nvtx_rowid")?;
+    let kernels = c.int("kernels")?;
+    let dev = imp.device(defs, machine, device);
+    let track_name = defs.intern("NVTX ranges (GPU time)");
+    let track = imp.async_track(defs, dev, track_name);
+    let name = defs.intern(&name);
+    let mut args = Vec::with_capacity(4);
+    imp.arg(defs, &mut args, "pid", Value::Int(GlobalId(gtid).pid()));
+    imp.arg(defs, &mut args, "tid", Value::Int(GlobalId(gtid).tid()));
+    imp.arg(defs, &mut args, "kernels", Value::Int(kernels));
+    imp.arg(defs, &mut args, "nvtx_rowid", Value::Int(nvtx_rowid));
+    let color = imp.color_of(defs, name);
+    let parts = Parts {
+        track,
+        ts: start,
+        name,
+        cat: imp.keys().cat_nvtx_kernel,
+        args,
+    };
+    Ok(Some((
+        parts.slice(Some((end - start).max(0)), None, color),
+        Hook::None,
+    )))
 }
 
 #[cfg(test)]

@@ -1,19 +1,20 @@
 //! CPU samples: `COMPOSITE_EVENTS` rows (one per sample) with their stacks from
 //! `SAMPLING_CALLCHAINS` (looked up per sample by id), as IR samples on thread tracks.
 
-use crate::db::Row;
 use tracex_ir::{Defs, Event, Result, Sample};
 
-use crate::db::Cols;
-use crate::importer::{record_rows, Decoded, Hook, Importer, Skip};
+use crate::db::{Cols, Row};
+use crate::decoded::{Decoded, Hook, Skip};
+use crate::diag::record_rows;
+use crate::importer::Importer;
 use crate::options::Activity;
 use crate::plan::{rows_where, Kind, Query, Setup, StreamDef};
 use crate::stacks::Chain;
 
-pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
+pub fn plans(setup: &mut Setup, imp: &Importer) -> Result<()> {
     let what = (Activity::Samples, "COMPOSITE_EVENTS");
     let needed = ["start", "globalTid"];
-    let Some(t) = setup.wanted(imp.opts.activities, what, &needed)? else {
+    let Some(t) = setup.wanted(imp.activities(), what, &needed)? else {
         return Ok(());
     };
     if t.has("threadState") || t.has("cpuCycles") {
@@ -31,32 +32,29 @@ pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
     Ok(())
 }
 
-impl Importer<'_> {
-    pub fn decode_sample(&mut self, _table: &str, row: &Row, defs: &mut Defs) -> Decoded {
-        let mut c = Cols::new(row);
-        let ts = c.int("start")?;
-        let Some(gtid) = c.opt_int("globalTid")? else {
-            return Err(Skip::NoId("globalTid"));
-        };
-        let cpu = c.opt_int("cpu")?;
-        let id = c.opt_int("id")?;
-        let track = self.ids.thread(defs, &self.strings, gtid);
-        let stack = match id {
-            Some(id) => self
-                .callchains
-                .stack(Chain::Sampling, id, &mut self.strings, defs)?,
-            None => None,
-        };
-        Ok(Some((
-            Event::Sample(Sample {
-                track,
-                ts: Some(ts),
-                stack,
-                weight: 1,
-                cpu: cpu.and_then(|c| u32::try_from(c).ok()),
-                name: None,
-            }),
-            Hook::None,
-        )))
-    }
+/// A CPU sample.
+pub fn decode_sample(imp: &mut Importer, row: &Row, defs: &mut Defs) -> Decoded {
+    let mut c = Cols::new(row);
+    let ts = c.int("start")?;
+    let Some(gtid) = c.opt_int("globalTid")? else {
+        return Err(Skip::NoId("globalTid"));
+    };
+    let cpu = c.opt_int("cpu")?;
+    let id = c.opt_int("id")?;
+    let track = imp.thread(defs, gtid);
+    let stack = match id {
+        Some(id) => imp.stack(defs, Chain::Sampling, id)?,
+        None => None,
+    };
+    Ok(Some((
+        Event::Sample(Sample {
+            track,
+            ts: Some(ts),
+            stack,
+            weight: 1,
+            cpu: cpu.and_then(|c| u32::try_from(c).ok()),
+            name: None,
+        }),
+        Hook::None,
+    )))
 }

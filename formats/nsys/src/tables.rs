@@ -47,11 +47,11 @@ fn read_by_tracex(schema: &Schema, actual: &str) -> bool {
     if upper.starts_with("ENUM_") {
         return true;
     }
-    let specs = crate::cpu::CPU_TABLES
+    let specs = crate::catalogue::CPU_TABLES
         .iter()
         .map(|t| t.table)
-        .chain(crate::gpu::GPU_TABLES.iter().map(|t| t.table))
-        .chain(crate::instants::INSTANT_TABLES.iter().map(|t| t.table));
+        .chain(crate::catalogue::GPU_TABLES.iter().map(|t| t.table))
+        .chain(crate::catalogue::INSTANT_TABLES.iter().map(|t| t.table));
     DEFINITIONS
         .iter()
         .copied()

@@ -10,6 +10,9 @@
 
 include!(concat!(env!("OUT_DIR"), "/otf2_bindings.rs"));
 
+/// How libotf2 was linked: `static` (the default where its archive is installed) or `dylib`.
+pub const LINK_KIND: &str = env!("OTF2_SYS_LINK_KIND");
+
 pub const OTF2_UNDEFINED_UINT8: u8 = u8::MAX;
 pub const OTF2_UNDEFINED_UINT32: u32 = u32::MAX;
 pub const OTF2_UNDEFINED_UINT64: u64 = u64::MAX;

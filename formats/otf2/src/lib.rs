@@ -22,3 +22,17 @@ pub use format::{FORMAT, NAME};
 pub use import::import;
 pub use options::{ExportOptions, ImportOptions};
 pub use sniff::sniff;
+
+/// The libotf2 tracex was built with and how it is linked, for `tracex --version`.
+pub fn library() -> String {
+    format!(
+        "libotf2 {}.{}.{} ({})",
+        otf2_sys::OTF2_VERSION_MAJOR,
+        otf2_sys::OTF2_VERSION_MINOR,
+        otf2_sys::OTF2_VERSION_BUGFIX,
+        match otf2_sys::LINK_KIND {
+            "static" => "linked statically",
+            _ => "shared library",
+        }
+    )
+}

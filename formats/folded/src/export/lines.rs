@@ -78,13 +78,6 @@ impl Tree {
     pub fn text(&self, name: Name) -> &str {
         self.names.get(name.0)
     }
-
-    fn names(&self, node: StackId) -> impl Iterator<Item = &str> + '_ {
-        self.table
-            .path(node)
-            .into_iter()
-            .map(|f| self.text(Name(self.table.frame(f).name)))
-    }
 }
 
 /// Weights of output stacks: the count, and the first column of a differential file.
@@ -122,54 +115,148 @@ pub struct Written {
     pub total: i64,
 }
 
-/// Writes `stack count` (or `stack before after`) lines sorted by stack; stacks whose weights
-/// are all zero are left out and counted.
+/// One entry among a node's children in output order: the line of the child itself, or the
+/// lines below it (all of which start with `child;`).
+#[derive(Clone, Copy)]
+enum Block {
+    Line(u32),
+    Below(u32),
+}
+
+/// The byte strings `a` + (`;` if `a_semi`) and `b` + (`;` if `b_semi`), compared.
+fn cmp_keys(a: &[u8], a_semi: bool, b: &[u8], b_semi: bool) -> std::cmp::Ordering {
+    let a = a.iter().chain(if a_semi { &b";"[..] } else { &[] });
+    let b = b.iter().chain(if b_semi { &b";"[..] } else { &[] });
+    a.cmp(b)
+}
+
+/// Writes `stack count` (or `stack before after`) lines sorted by stack text; stacks whose
+/// weights are all zero are left out and counted.
+///
+/// The lines are made while walking the tree, never held together: memory is the tree plus
+/// one line, so a trace nested N deep costs O(N), not the O(N²) of its N lines. The walk gives
+/// exactly the byte order of the joined texts: among siblings, the line `C` sorts by the key
+/// `C` and the lines below `C` (all `C;...`, frame names hold no `;`) by the key `C;`.
 pub fn write(
     tree: &Tree,
     weights: &Weights,
     diag: &mut Diagnostics,
     out: &mut dyn Write,
 ) -> Result<Written> {
-    let mut renamed = 0u64;
+    let table = &tree.table;
+    let n = table.len();
     let mut zero = 0u64;
-    let mut lines: Vec<(String, i64, i64)> = Vec::with_capacity(weights.map.len());
+    // What each node holds: its own line, lines below it.
+    let mut has_line = vec![false; n];
+    let mut has_below = vec![false; n];
     for (&node, &(w, before)) in &weights.map {
         if w == 0 && (before == 0 || !weights.differential) {
             zero += 1;
             continue;
         }
-        let mut text = String::new();
-        for (i, name) in tree.names(node).enumerate() {
-            if i > 0 {
-                text.push(';');
+        has_line[node.index()] = true;
+        let mut cur = table.node(node).and_then(|s| s.parent);
+        while let Some(p) = cur {
+            if std::mem::replace(&mut has_below[p.index()], true) {
+                break;
             }
-            let s = sanitize(name);
-            if matches!(s, Cow::Owned(_)) {
-                renamed += 1;
-            }
-            text.push_str(&s);
+            cur = table.node(p).and_then(|s| s.parent);
         }
-        lines.push((text, w, before));
     }
-    lines.sort_unstable();
+    // Children of each node that leads to a line (index n: the roots), as lists in one array.
+    let parent_slot = |i: usize| match table.node(StackId(i as u32)).and_then(|s| s.parent) {
+        Some(p) => p.index(),
+        None => n,
+    };
+    let mut start = vec![0u32; n + 2];
+    for i in (0..n).filter(|&i| has_line[i] || has_below[i]) {
+        start[parent_slot(i) + 1] += 1;
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut fill = start.clone();
+    let mut children = vec![0u32; start[n + 1] as usize];
+    for i in (0..n).filter(|&i| has_line[i] || has_below[i]) {
+        let slot = &mut fill[parent_slot(i)];
+        children[*slot as usize] = i as u32;
+        *slot += 1;
+    }
+    let name_of = |i: u32| {
+        tree.text(Name(
+            table
+                .frame(table.node(StackId(i)).expect("defined").frame)
+                .name,
+        ))
+    };
+    let blocks = |slot: usize| -> Vec<Block> {
+        let kids = &children[start[slot] as usize..start[slot + 1] as usize];
+        let mut v: Vec<Block> = Vec::with_capacity(kids.len() * 2);
+        for &k in kids {
+            if has_line[k as usize] {
+                v.push(Block::Line(k));
+            }
+            if has_below[k as usize] {
+                v.push(Block::Below(k));
+            }
+        }
+        let key = |b: &Block| match *b {
+            Block::Line(k) => (sanitize(name_of(k)), false),
+            Block::Below(k) => (sanitize(name_of(k)), true),
+        };
+        v.sort_by(|x, y| {
+            let ((a, asemi), (b, bsemi)) = (key(x), key(y));
+            cmp_keys(a.as_bytes(), asemi, b.as_bytes(), bsemi)
+        });
+        // reversed: the walk pops from the end
+        v.reverse();
+        v
+    };
+
+    let mut renamed = 0u64;
     let mut written = Written::default();
     let mut buf = Vec::with_capacity(1 << 16);
     let mut num = itoa::Buffer::new();
-    for (text, w, before) in &lines {
-        buf.extend_from_slice(text.as_bytes());
-        buf.push(b' ');
-        if weights.differential {
-            buf.extend_from_slice(num.format(*before).as_bytes());
-            buf.push(b' ');
+    // The path being walked: its text, and per level (blocks left, text length, renamed frames).
+    let mut path: Vec<u8> = Vec::new();
+    let mut stack: Vec<(Vec<Block>, usize, u64)> = vec![(blocks(n), 0, 0)];
+    while let Some((todo, _, _)) = stack.last_mut() {
+        let Some(b) = todo.pop() else {
+            let (_, len, _) = stack.pop().expect("non-empty");
+            path.truncate(len);
+            continue;
+        };
+        let renamed_above = stack.last().map_or(0, |l| l.2);
+        match b {
+            Block::Line(k) => {
+                let name = sanitize(name_of(k));
+                renamed += renamed_above + matches!(name, Cow::Owned(_)) as u64;
+                let (w, before) = weights.map[&StackId(k)];
+                buf.extend_from_slice(&path);
+                buf.extend_from_slice(name.as_bytes());
+                buf.push(b' ');
+                if weights.differential {
+                    buf.extend_from_slice(num.format(before).as_bytes());
+                    buf.push(b' ');
+                }
+                buf.extend_from_slice(num.format(w).as_bytes());
+                buf.push(b'\n');
+                if buf.len() >= 1 << 16 {
+                    out.write_all(&buf)?;
+                    buf.clear();
+                }
+                written.lines += 1;
+                written.total += w;
+            }
+            Block::Below(k) => {
+                let name = sanitize(name_of(k));
+                let here = renamed_above + matches!(name, Cow::Owned(_)) as u64;
+                let len = path.len();
+                path.extend_from_slice(name.as_bytes());
+                path.push(b';');
+                stack.push((blocks(k as usize), len, here));
+            }
         }
-        buf.extend_from_slice(num.format(*w).as_bytes());
-        buf.push(b'\n');
-        if buf.len() >= 1 << 16 {
-            out.write_all(&buf)?;
-            buf.clear();
-        }
-        written.lines += 1;
-        written.total += w;
     }
     out.write_all(&buf)?;
     diag.record_n(

@@ -69,6 +69,15 @@ impl Exporter {
     pub fn create(target: &OutputTarget, opts: &ExportOptions) -> Result<Exporter> {
         Ok(Exporter {
             out: Some(OutFile::create(target)?),
+            ..Exporter::new(opts)
+        })
+    }
+
+    /// An exporter that writes nothing itself: [`Exporter::finish_into`] writes its lines
+    /// wherever the caller wants (the SVG flame graph renders them).
+    pub fn new(opts: &ExportOptions) -> Exporter {
+        Exporter {
+            out: None,
             opts: opts.clone(),
             tree: Tree::default(),
             lanes: Lanes::default(),
@@ -87,7 +96,7 @@ impl Exporter {
             trace_end: i64::MIN,
             written: None,
             summary: None,
-        })
+        }
     }
 
     /// Lines and total weight written (after `finish`).
@@ -499,6 +508,28 @@ impl Sink for Exporter {
     }
 
     fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
+        let mut out = self.out.take().expect("finish once, after create");
+        self.finish_into(defs, diag, &mut out)?;
+        out.flush()?;
+        out.commit()?;
+        if self.opts.summary {
+            if let Some(s) = &self.summary {
+                eprint!("{}", s.render());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Exporter {
+    /// Picks the view, writes its lines to `out` and says what was written: the view, its
+    /// weight, the line count and total.
+    pub fn finish_into(
+        &mut self,
+        defs: &Defs,
+        diag: &mut Diagnostics,
+        out: &mut dyn Write,
+    ) -> Result<(Fold, Weight, Written)> {
         self.lanes.close_all(self.trace_end);
         diag.record_n(
             &d::OPEN_SLICE,
@@ -549,8 +580,7 @@ impl Sink for Exporter {
                 self.timeline_weights(weight)
             }
         };
-        let mut out = self.out.take().expect("finish once");
-        let written = lines::write(&self.tree, &weights, diag, &mut out)?;
+        let written = lines::write(&self.tree, &weights, diag, out)?;
         if written.lines == 0 {
             return Err(Error::Unsupported(format!(
                 "nothing to write: every stack of the {} view has weight 0 with --weight {}",
@@ -558,14 +588,7 @@ impl Sink for Exporter {
                 weight_name(weight)
             )));
         }
-        out.flush()?;
-        out.commit()?;
         self.written = Some(written);
-        if self.opts.summary {
-            if let Some(s) = &self.summary {
-                eprint!("{}", s.render());
-            }
-        }
-        Ok(())
+        Ok((fold, weight, written))
     }
 }

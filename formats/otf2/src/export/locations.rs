@@ -6,7 +6,11 @@
 //! per GPU device (ACCELERATOR), and a `global` group for what belongs to no process.
 //! Locations: threads (CPU_THREAD), GPU streams (ACCELERATOR_STREAM), async, process-scoped and
 //! global tracks and every overflow lane each on their own location (so each stays nested), and
-//! one METRIC location per counter. Refs are dense, in order of first use.
+//! one METRIC location per counter group (the counters of one process sharing a name and label:
+//! the series of one Chrome counter event), up to [`METRIC_LOCATIONS_PER_PROCESS`] per process
+//! and the rest of the process's counters on one more. libotf2 keeps a buffer chunk of at least
+//! 256 KiB per location: locations must not grow with the number of series. Refs are dense, in
+//! order of first use.
 
 use otf2_sys as sys;
 use rustc_hash::FxHashMap;
@@ -21,8 +25,17 @@ use crate::identity;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LocOf {
     Track(TrackId),
-    Counter(CounterId),
+    /// The counters of one group; named after the group's first counter.
+    Counters(CounterId),
+    /// The counters of a process beyond its first groups.
+    OtherCounters,
 }
+
+/// METRIC locations of one process named after their counter group; further groups share one.
+pub const METRIC_LOCATIONS_PER_PROCESS: u32 = 64;
+
+/// The name and label of a counter: what its series share.
+type CounterGroup = (Option<ProcessId>, StrId, Option<StrId>);
 
 pub struct Loc {
     pub of: LocOf,
@@ -36,16 +49,25 @@ pub struct Locations {
     pub locs: Vec<Loc>,
     by_track: FxHashMap<TrackId, u32>,
     by_counter: FxHashMap<CounterId, u32>,
+    by_counter_group: FxHashMap<CounterGroup, u32>,
+    /// Per process: its named METRIC locations, and the one holding the rest.
+    metric_locs: FxHashMap<Option<ProcessId>, (u32, Option<u32>)>,
     groups: Vec<Option<ProcessId>>,
     by_process: FxHashMap<Option<ProcessId>, u32>,
 }
 
-/// The name a counter is shown under: its group name, id and series.
-pub fn counter_display_name(defs: &Defs, c: &CounterDef) -> String {
+/// The name a counter group is shown under: its name and label.
+pub fn counter_group_name(defs: &Defs, c: &CounterDef) -> String {
     let mut n = defs.str(c.name).to_string();
     if let Some(l) = c.label {
         n.push_str(&format!(" [{}]", defs.str(l)));
     }
+    n
+}
+
+/// The name a counter is shown under: its group name, id and series.
+pub fn counter_display_name(defs: &Defs, c: &CounterDef) -> String {
+    let mut n = counter_group_name(defs, c);
     if let Some(s) = c.series {
         n.push(' ');
         n.push_str(defs.str(s));
@@ -98,7 +120,7 @@ impl Locations {
         Ok(l)
     }
 
-    /// The metric location of a counter.
+    /// The metric location of a counter: its group's, made on first use.
     pub fn counter(
         &mut self,
         ar: &mut ArchiveWriter,
@@ -108,13 +130,33 @@ impl Locations {
         if let Some(&l) = self.by_counter.get(&counter) {
             return Ok(l);
         }
-        let group = self.group(defs.counter(counter).process);
-        let l = self.add(
-            ar,
-            LocOf::Counter(counter),
-            sys::OTF2_LOCATION_TYPE_METRIC,
-            group,
-        )?;
+        let c = defs.counter(counter);
+        let key = (c.process, c.name, c.label);
+        let l = match self.by_counter_group.get(&key) {
+            Some(&l) => l,
+            None => {
+                let group = self.group(c.process);
+                let (named, other) = self
+                    .metric_locs
+                    .get(&c.process)
+                    .copied()
+                    .unwrap_or_default();
+                let ty = sys::OTF2_LOCATION_TYPE_METRIC;
+                let l = if named < METRIC_LOCATIONS_PER_PROCESS {
+                    let l = self.add(ar, LocOf::Counters(counter), ty, group)?;
+                    self.metric_locs.insert(c.process, (named + 1, other));
+                    l
+                } else if let Some(l) = other {
+                    l
+                } else {
+                    let l = self.add(ar, LocOf::OtherCounters, ty, group)?;
+                    self.metric_locs.insert(c.process, (named, Some(l)));
+                    l
+                };
+                self.by_counter_group.insert(key, l);
+                l
+            }
+        };
         self.by_counter.insert(counter, l);
         Ok(l)
     }
@@ -245,8 +287,12 @@ impl Locations {
                         &json,
                     )?;
                 }
-                LocOf::Counter(c) => {
-                    let name = strings.name(ar, &counter_display_name(defs, defs.counter(c)))?;
+                LocOf::Counters(_) | LocOf::OtherCounters => {
+                    let name = match l.of {
+                        LocOf::Counters(c) => counter_group_name(defs, defs.counter(c)),
+                        _ => "counters".to_string(),
+                    };
+                    let name = strings.name(ar, &name)?;
                     let g = ar.global_defs()?;
                     g.location(r, name, l.ty, n, sys::OTF2_LocationGroupRef(l.group))?;
                 }

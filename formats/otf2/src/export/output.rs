@@ -9,7 +9,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use tracex_ir::io::temp_path_beside;
+use tracex_ir::io::{temp_dir_beside, temp_path_beside, unregister};
 
 /// The archive name Score-P uses inside an archive directory.
 pub const DIR_ARCHIVE_NAME: &str = "traces";
@@ -92,8 +92,7 @@ impl Staging {
         } else {
             layout.dir.join(&layout.name)
         };
-        let tmp = temp_path_beside(&beside);
-        std::fs::create_dir(&tmp)?;
+        let tmp = temp_dir_beside(&beside)?;
         Ok(Staging {
             layout,
             tmp,
@@ -123,6 +122,7 @@ impl Staging {
                 return Err(e);
             }
             self.done = true;
+            unregister(&self.tmp);
             if let Some(b) = backup {
                 std::fs::remove_dir_all(b)?;
             }
@@ -194,6 +194,7 @@ impl Drop for Staging {
     fn drop(&mut self) {
         if !self.done {
             let _ = std::fs::remove_dir_all(&self.tmp);
+            unregister(&self.tmp);
         }
     }
 }

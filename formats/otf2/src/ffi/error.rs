@@ -4,19 +4,22 @@
 //! [`init`] installs one that keeps the last message of the calling thread instead, so that
 //! [`check`] can attach it to the error it returns and nothing is printed behind tracex's back.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::ffi::CStr;
 use std::fmt;
-use std::os::raw::{c_char, c_ulong, c_void};
+use std::os::raw::c_char;
 use std::sync::Once;
 
 use otf2_sys as sys;
 
-/// A failed libotf2 call: which call, the error code, and libotf2's own message.
+/// A failed libotf2 call: which call, the error code, and libotf2's own messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Otf2Error {
     pub what: String,
     pub code: i32,
+    /// The code of the first error libotf2 reported during the call, when it differs (a write
+    /// that failed with ENOSPC under a "buffer deletion failed").
+    pub cause: Option<i32>,
     pub message: Option<String>,
 }
 
@@ -26,8 +29,19 @@ impl Otf2Error {
         Otf2Error {
             what: what.into(),
             code: sys::OTF2_ErrorCode::OTF2_ERROR_INVALID.0,
+            cause: None,
             message: None,
         }
+    }
+
+    /// Whether the call failed because the file system is full (or over quota).
+    pub fn disk_full(&self) -> bool {
+        let full = [
+            sys::OTF2_ErrorCode::OTF2_ERROR_ENOSPC.0,
+            sys::OTF2_ErrorCode::OTF2_ERROR_EDQUOT.0,
+            sys::OTF2_ErrorCode::OTF2_ERROR_EFBIG.0,
+        ];
+        full.contains(&self.code) || self.cause.is_some_and(|c| full.contains(&c))
     }
 }
 
@@ -41,6 +55,9 @@ impl fmt::Display for Otf2Error {
                 CStr::from_ptr(sys::OTF2_Error_GetDescription(code)).to_string_lossy(),
             )
         };
+        if self.disk_full() {
+            write!(f, "no space left on device (the disk is full): ")?;
+        }
         write!(f, "libotf2: {} failed: {name} ({descr})", self.what)?;
         if let Some(m) = &self.message {
             write!(f, ": {m}")?;
@@ -59,52 +76,80 @@ impl From<Otf2Error> for tracex_ir::Error {
 
 pub type Result<T, E = Otf2Error> = std::result::Result<T, E>;
 
+/// Messages libotf2 may report for one failed call before it returns: a disk-full write error
+/// is followed by the errors of the buffer and file operations it broke, and the first one is
+/// the cause.
+const KEPT_MESSAGES: usize = 4;
+
 thread_local! {
-    /// The last (code, message) libotf2 reported on this thread.
-    static LAST: Cell<Option<(i32, String)>> = const { Cell::new(None) };
+    /// The (code, message) pairs libotf2 reported on this thread since they were last taken.
+    static PENDING: RefCell<Vec<(i32, String)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Formats libotf2's printf-style message and keeps it for [`check`]; prints nothing.
-unsafe extern "C" fn on_error(
-    _user: *mut c_void,
-    _file: *const c_char,
-    _line: u64,
-    _function: *const c_char,
-    code: sys::OTF2_ErrorCode,
-    fmt: *const c_char,
-    va: *mut sys::__va_list_tag,
-) -> sys::OTF2_ErrorCode {
-    let mut buf = [0 as c_char; 512];
-    if !fmt.is_null() {
-        // SAFETY: `fmt` and `va` are the format and argument list libotf2 passes for this
-        // message; vsnprintf writes at most `buf.len()` bytes including the terminating NUL.
-        unsafe { sys::vsnprintf(buf.as_mut_ptr(), buf.len() as c_ulong, fmt, va) };
-    }
-    // SAFETY: `buf` is NUL-terminated (zeroed, and vsnprintf always terminates).
-    let msg = unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned();
-    let _ = LAST.try_with(|l| l.set(Some((code.0, msg))));
-    code
+/// Keeps libotf2's message for [`check`]; prints nothing. Called by the C shim (`otf2-sys`'s
+/// shim.c), which formats the message from libotf2's `va_list`.
+extern "C" fn on_error(code: sys::OTF2_ErrorCode, function: *const c_char, message: *const c_char) {
+    // Never unwind into C: the body cannot panic short of allocation failure, and that aborts.
+    let text = |p: *const c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: the shim passes NUL-terminated strings valid for the call.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    let (function, message) = (text(function), text(message));
+    let msg = match (function.is_empty(), message.is_empty()) {
+        (_, true) => function,
+        (true, false) => message,
+        (false, false) => format!("{message} (in {function})"),
+    };
+    let _ = PENDING.try_with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() >= KEPT_MESSAGES {
+            // keep the first (the cause) and the latest
+            p.remove(1);
+        }
+        p.push((code.0, msg));
+    });
 }
 
 /// Installs the error callback (once per process).
 pub fn init() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: registers a function with the signature libotf2 expects; it never unwinds.
-        unsafe {
-            sys::OTF2_Error_RegisterCallback(Some(on_error), std::ptr::null_mut());
-        }
+        // SAFETY: registers a function with the signature the shim declares; it never unwinds.
+        unsafe { sys::tracex_otf2_set_error_sink(Some(on_error)) };
     });
 }
 
-/// The message libotf2 reported for `code` on this thread, if it was the last one.
-fn take_message(code: i32) -> Option<String> {
-    LAST.try_with(|l| l.take())
-        .ok()
-        .flatten()
-        .and_then(|(c, m)| (c == code && !m.is_empty()).then_some(m))
+/// The messages libotf2 reported on this thread since the last call, cause first.
+fn take_messages() -> Vec<(i32, String)> {
+    PENDING
+        .try_with(|p| std::mem::take(&mut *p.borrow_mut()))
+        .unwrap_or_default()
+}
+
+/// The error for a failed call: its code (the first reported one's when the call only says
+/// that something failed) and every message libotf2 gave for it.
+fn error_for(what: &str, code: Option<i32>) -> Otf2Error {
+    let msgs = take_messages();
+    let cause = msgs.first().map(|(c, _)| *c);
+    let code = code
+        .or(cause)
+        .unwrap_or(sys::OTF2_ErrorCode::OTF2_ERROR_INVALID.0);
+    let mut text: Vec<String> = Vec::new();
+    for (_, m) in msgs {
+        if !m.is_empty() && !text.contains(&m) {
+            text.push(m);
+        }
+    }
+    Otf2Error {
+        what: what.to_string(),
+        code,
+        cause: cause.filter(|&c| c != code),
+        message: (!text.is_empty()).then(|| text.join("; ")),
+    }
 }
 
 /// `Ok` for `OTF2_SUCCESS`, otherwise an error naming the call.
@@ -113,24 +158,29 @@ pub fn check(rc: sys::OTF2_ErrorCode, what: &str) -> Result<()> {
     if rc == sys::OTF2_ErrorCode::OTF2_SUCCESS {
         Ok(())
     } else {
-        Err(Otf2Error {
-            what: what.to_string(),
-            code: rc.0,
-            message: take_message(rc.0),
-        })
+        Err(error_for(what, Some(rc.0)))
+    }
+}
+
+/// `check` for writes: libotf2 reports a buffer flush that could not write (a full disk)
+/// through the error callback only, and the event or close call that flushed returns success.
+/// A message pending after a write is that failure.
+#[inline]
+pub fn check_write(rc: sys::OTF2_ErrorCode, what: &str) -> Result<()> {
+    check(rc, what)?;
+    let pending = PENDING
+        .try_with(|p| !p.borrow().is_empty())
+        .unwrap_or(false);
+    if pending {
+        Err(error_for(what, None))
+    } else {
+        Ok(())
     }
 }
 
 /// An error for a libotf2 call that returned a NULL handle.
 pub fn null_handle(what: &str) -> Otf2Error {
-    let msg = LAST.try_with(|l| l.take()).ok().flatten();
-    Otf2Error {
-        what: what.to_string(),
-        code: msg
-            .as_ref()
-            .map_or(sys::OTF2_ErrorCode::OTF2_ERROR_INVALID.0, |(c, _)| *c),
-        message: msg.map(|(_, m)| m),
-    }
+    error_for(what, None)
 }
 
 #[cfg(test)]

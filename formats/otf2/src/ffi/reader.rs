@@ -499,6 +499,13 @@ impl Reader {
     /// Opens the archive whose anchor file is `anchor`.
     pub fn open(anchor: &Path) -> Result<Reader> {
         init();
+        // libotf2 leaks its half-made archive when the anchor cannot be opened: ask first.
+        if let Err(e) = std::fs::File::open(anchor) {
+            return Err(Otf2Error {
+                message: Some(format!("{}: {e}", anchor.display())),
+                ..Otf2Error::other("OTF2_Reader_Open")
+            });
+        }
         let c = CString::new(anchor.to_string_lossy().as_bytes())
             .map_err(|_| Otf2Error::other("archive path contains a NUL byte"))?;
         // SAFETY: a valid C string.
@@ -712,8 +719,9 @@ impl Reader {
     }
 
     /// Reads every event of `locations` in global time order into `h`. Local definitions
-    /// (mapping tables, clock offsets) are applied by libotf2. Returns, per location, how many
-    /// event records it holds, and the locations whose local definitions could not be read.
+    /// (mapping tables, clock offsets) are applied by libotf2. Returns the locations whose local
+    /// definitions could not be read. (How many records each location holds is its definition's
+    /// `numberOfEvents`: the local readers cannot be asked, the global reader frees them.)
     pub fn read_events(
         &mut self,
         locations: &[u64],
@@ -736,7 +744,6 @@ impl Reader {
             unsafe { sys::OTF2_Reader_OpenEvtFiles(self.ptr()) },
             "OTF2_Reader_OpenEvtFiles",
         )?;
-        let mut evt_readers = Vec::with_capacity(locations.len());
         for &l in locations {
             if defs_open {
                 // SAFETY: live reader with open definition files.
@@ -762,7 +769,8 @@ impl Reader {
             if er.is_null() {
                 return Err(null_handle("OTF2_Reader_GetEvtReader"));
             }
-            evt_readers.push((l, er));
+            // The global reader owns the local one from here on: it frees each local reader
+            // when that location's events are exhausted, so `er` must not be used again.
         }
         if defs_open {
             // SAFETY: live reader.
@@ -879,21 +887,6 @@ impl Reader {
         // SAFETY: created above, released once.
         unsafe { sys::OTF2_GlobalEvtReaderCallbacks_Delete(cbs) };
         r?;
-        for (l, er) in evt_readers {
-            let mut pos = 0;
-            // SAFETY: the local reader stays valid until the global reader is closed.
-            check(
-                unsafe { sys::OTF2_EvtReader_GetPos(er, &mut pos) },
-                "OTF2_EvtReader_GetPos",
-            )?;
-            // A location without events reports an undefined position.
-            let pos = if pos == sys::OTF2_UNDEFINED_UINT64 {
-                0
-            } else {
-                pos
-            };
-            out.records.push((l, pos));
-        }
         // SAFETY: live reader and its global event reader, closed once.
         check(
             unsafe { sys::OTF2_Reader_CloseGlobalEvtReader(self.ptr(), ger) },
@@ -911,8 +904,6 @@ impl Reader {
 /// What [`Reader::read_events`] reports besides the events.
 #[derive(Debug, Default)]
 pub struct EventsRead {
-    /// (location, number of event records read).
-    pub records: Vec<(u64, u64)>,
     pub local_def_errors: Vec<(u64, Otf2Error)>,
 }
 
@@ -979,6 +970,7 @@ mod tests {
         assert_eq!(c.strings[1], (1, "main".to_string()));
         let locs = c.locations.clone();
         let read = r.read_events(&locs, &mut c).unwrap();
+        assert!(read.local_def_errors.is_empty());
         assert_eq!(
             c.events,
             vec![
@@ -988,7 +980,6 @@ mod tests {
                 "leave 0 2000 0"
             ]
         );
-        assert_eq!(read.records, vec![(0, 2), (1, 2)]);
     }
 
     struct Failing;

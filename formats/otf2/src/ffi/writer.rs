@@ -14,7 +14,7 @@ use std::ptr::NonNull;
 use otf2_sys as sys;
 
 use super::attrs::{AttrList, AttrValue};
-use super::error::{check, init, null_handle, Otf2Error, Result};
+use super::error::{check, check_write, init, null_handle, Otf2Error, Result};
 
 /// Every buffer libotf2 asks about is flushed to disk (see the memory callbacks for when it
 /// asks).
@@ -238,7 +238,7 @@ impl EvtWriter {
 /// Checks a write; on failure empties the attribute list so it does not leak into the next event.
 #[inline]
 fn done(rc: sys::OTF2_ErrorCode, attrs: &mut AttrList, what: &str) -> Result<()> {
-    let r = check(rc, what);
+    let r = check_write(rc, what);
     if r.is_err() {
         attrs.clear();
     }
@@ -262,7 +262,7 @@ macro_rules! def_call {
     ($self:ident, $f:ident ( $($arg:expr),* )) => {
         // SAFETY: a live global definition writer; arguments are plain values or pointers
         // valid for the duration of the call.
-        check(unsafe { sys::$f($self.raw.as_ptr(), $($arg),*) }, stringify!($f))
+        check_write(unsafe { sys::$f($self.raw.as_ptr(), $($arg),*) }, stringify!($f))
     };
 }
 
@@ -562,6 +562,8 @@ pub struct ArchiveWriter {
     events: Vec<u64>,
     global: Option<GlobalDefWriter>,
     evt_files_open: bool,
+    /// `OTF2_Archive_Close` was called: the handle is gone.
+    closed: bool,
 }
 
 impl ArchiveWriter {
@@ -594,6 +596,7 @@ impl ArchiveWriter {
             events: Vec::new(),
             global: None,
             evt_files_open: false,
+            closed: false,
         };
         // SAFETY: the callbacks struct is 'static and the archive is live.
         check(
@@ -699,7 +702,7 @@ impl ArchiveWriter {
                     self.events[i] = w.number_of_events()?;
                 }
                 // SAFETY: the writer belongs to this archive and is closed once.
-                check(
+                check_write(
                     unsafe { sys::OTF2_Archive_CloseEvtWriter(self.raw.as_ptr(), w.ptr()) },
                     "OTF2_Archive_CloseEvtWriter",
                 )?;
@@ -707,14 +710,14 @@ impl ArchiveWriter {
         }
         if self.evt_files_open {
             // SAFETY: live archive.
-            check(
+            check_write(
                 unsafe { sys::OTF2_Archive_CloseEvtFiles(self.ptr()) },
                 "OTF2_Archive_CloseEvtFiles",
             )?;
             self.evt_files_open = false;
         }
         // SAFETY: live archive.
-        check(
+        check_write(
             unsafe { sys::OTF2_Archive_OpenDefFiles(self.ptr()) },
             "OTF2_Archive_OpenDefFiles",
         )?;
@@ -726,26 +729,26 @@ impl ArchiveWriter {
                 return Err(null_handle("OTF2_Archive_GetDefWriter"));
             }
             // SAFETY: the writer was just opened on this archive.
-            check(
+            check_write(
                 unsafe { sys::OTF2_Archive_CloseDefWriter(self.ptr(), dw) },
                 "OTF2_Archive_CloseDefWriter",
             )?;
         }
         // SAFETY: live archive.
-        check(
+        check_write(
             unsafe { sys::OTF2_Archive_CloseDefFiles(self.ptr()) },
             "OTF2_Archive_CloseDefFiles",
         )?;
         Ok(&self.events)
     }
 
-    /// Writes the anchor file and the global definitions and releases the archive.
-    pub fn close(self) -> Result<()> {
-        let raw = self.raw.as_ptr();
-        std::mem::forget(self);
-        // SAFETY: the archive is live and closed exactly once (Drop is skipped).
-        check(
-            unsafe { sys::OTF2_Archive_Close(raw) },
+    /// Writes the anchor file and the global definitions and releases the archive (and this
+    /// writer's own memory: everything but the handle is dropped normally).
+    pub fn close(mut self) -> Result<()> {
+        self.closed = true;
+        // SAFETY: the archive is live and closed exactly once (Drop skips a closed archive).
+        check_write(
+            unsafe { sys::OTF2_Archive_Close(self.ptr()) },
             "OTF2_Archive_Close",
         )
     }
@@ -753,6 +756,9 @@ impl ArchiveWriter {
 
 impl Drop for ArchiveWriter {
     fn drop(&mut self) {
+        if self.closed {
+            return;
+        }
         // SAFETY: releases the handle once; errors do not matter for an abandoned archive.
         let _ = unsafe { sys::OTF2_Archive_Close(self.ptr()) };
     }

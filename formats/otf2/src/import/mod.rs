@@ -91,11 +91,16 @@ pub fn import(path: &Path, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result
     let mut h = Handler::new(ctx, map, &d);
     let read = reader.read_events(&locations, &mut h).map_err(located)?;
     h.finish()?;
-    // Event kinds without a callback are skipped by libotf2: count them from the positions.
-    let skipped: u64 = read
-        .records
+    // Event kinds without a callback are skipped by libotf2: count them from the number of
+    // events each location's definition declares.
+    let skipped: u64 = d
+        .locations
         .iter()
-        .map(|(l, n)| n.saturating_sub(h.seen.get(l).copied().unwrap_or(0)))
+        .filter(|(_, def)| def.events != otf2_sys::OTF2_UNDEFINED_UINT64)
+        .map(|(l, def)| {
+            def.events
+                .saturating_sub(h.seen.get(l).copied().unwrap_or(0))
+        })
         .fold(0u64, u64::saturating_add);
     let unmapped = h.unmapped + skipped;
     let first_unmapped = h.first_unmapped;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Rebuilds the saved seed corpora (corpus/<target>/) from the project's own fixtures and small
+# generated inputs, beside the inputs saved from fuzzing runs.
+# Usage: fuzz/seeds.sh path/to/tracex   (from anywhere; the repo root is found from this
+# script). Review and commit what changes; keep every file small.
+set -euo pipefail
+tracex="$(realpath "$1")"
+cd "$(dirname "$0")/.."
+root="$PWD"
+c=fuzz/corpus
+# Files already there stay: inputs saved from fuzzing runs (crashes fixed, reduced) are
+# regression tests too.
+mkdir -p "$c"/{chrome,chrome_gzip,folded,folded_extended,cupti,otf2,nsys,perfetto}
+
+for f in fixtures/chrome/*.json fixtures/chrome/*.txt fixtures/otf2/*.json fixtures/demo/*.json; do
+  cp "$f" "$c/chrome/"
+  gzip -9 -n -c "$f" >"$c/chrome_gzip/$(basename "$f").gz"
+done
+cp fixtures/folded/*.folded fixtures/folded/*.txt "$c/folded/"
+cp fixtures/folded/extended_*.txt fixtures/cupti/*_cpu.txt "$c/folded_extended/"
+cp fixtures/cupti/*.json fixtures/cupti/*.txt "$c/cupti/"
+cp fixtures/perfetto/*.pftrace "$c/perfetto/"
+
+# OTF2: archives tracex writes, packed as the target reads them (fuzz_targets/otf2.rs).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for f in fixtures/chrome/all_phases.json fixtures/otf2/tf_trace.json fixtures/chrome/partial_overlap.json; do
+  name=$(basename "$f" .json)
+  "$tracex" --quiet convert "$f" "$tmp/$name" --to otf2
+  python3 - "$tmp/$name" "$c/otf2/$name.bin" <<'PY'
+import struct, sys, os
+d, out = sys.argv[1], sys.argv[2]
+files = ["traces.otf2", "traces.def", "traces/0.evt", "traces/0.def", "traces/1.evt", "traces/1.def"]
+with open(out, "wb") as o:
+    for f in files:
+        p = os.path.join(d, f)
+        b = open(p, "rb").read() if os.path.exists(p) else b""
+        o.write(struct.pack("<I", len(b)) + b)
+PY
+done
+
+# nsys: the SQL that builds the test databases of tests/nsys.rs (schema + one part each).
+python3 - tests/nsys.rs "$c/nsys" <<'PY'
+import re, sys
+src = open(sys.argv[1]).read()
+consts = dict(re.findall(r'const (\w+): &str = "(.*?)";', src, re.S))
+for part in ["CUDA", "NVTX", "CPU", "BAD"]:
+    sql = consts["DDL"] + consts["NAMES"] + consts[part]
+    open(f"{sys.argv[2]}/{part.lower()}.sql", "w").write(sql.replace('\\"', '"'))
+PY
+du -sh "$c"/* >&2
