@@ -10,7 +10,7 @@ root="$PWD"
 c=fuzz/corpus
 # Files already there stay: inputs saved from fuzzing runs (crashes fixed, reduced) are
 # regression tests too.
-mkdir -p "$c"/{chrome,chrome_gzip,folded,folded_extended,cupti,otf2,nsys}
+mkdir -p "$c"/{chrome,chrome_gzip,folded,folded_extended,cupti,otf2,nsys,perfetto}
 
 for f in fixtures/chrome/*.json fixtures/chrome/*.txt fixtures/otf2/*.json fixtures/demo/*.json; do
   cp "$f" "$c/chrome/"
@@ -19,6 +19,7 @@ done
 cp fixtures/folded/*.folded fixtures/folded/*.txt "$c/folded/"
 cp fixtures/folded/extended_*.txt fixtures/cupti/*_cpu.txt "$c/folded_extended/"
 cp fixtures/cupti/*.json fixtures/cupti/*.txt "$c/cupti/"
+cp fixtures/perfetto/*.pftrace "$c/perfetto/"
 
 # OTF2: archives tracex writes, packed as the target reads them (fuzz_targets/otf2.rs).
 tmp=$(mktemp -d)

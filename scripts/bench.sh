@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Converts generated large traces and prints throughput and peak RSS for each conversion.
-# Usage: scripts/bench.sh [section...]   (sections: chrome otf2 merge nsys; default: all)
+# Usage: scripts/bench.sh [section...]   (sections: chrome otf2 merge nsys perfetto series; default: all)
+# perfetto: set TRACEX_NSYS_PERFETTER=/path/to/nsys-perfetter (a checkout, not part of tracex) to
+# also time it on the same export.
 # merge: set TRACEX_REFERENCE_MERGE=/path/to/merge_gpu_cpu_trace.py to also time the reference
 # script (not part of tracex) on 20k launches.
 # Every job prints wall time, CPU time (user + system), peak RSS and input MB/s.
@@ -20,7 +22,7 @@ gen=target/release/tracex-gen
 out=bench-out
 mkdir -p "$out"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge nsys series)
+[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge nsys perfetto series)
 
 # measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, CPU time,
 # MB/s and peak RSS; leaves wall and CPU seconds in $last_wall and $last_cpu.
@@ -126,6 +128,25 @@ for s in "${sections[@]}"; do
       if [ -n "${TRACEX_PEER_NSYS2JSON:-}" ]; then
         versus "nsys2json.py" "$(size "$u")" python3 "$TRACEX_PEER_NSYS2JSON" -f "$u" \
           -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
+      fi
+      ;;
+    perfetto)
+      # nsys 1M kernels + 1M runtime calls + 100k NVTX ranges -> .pftrace beside -> Chrome JSON:
+      # time, peak RSS and size (goal: at most 1/4 of the JSON, written at least as fast)
+      f=$out/nsys-1m.sqlite
+      [ -f "$f" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --out "$f"
+      echo "== perfetto: $(size "$f") bytes of nsys export"
+      measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
+      measure "nsys 1M -> pftrace" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.pftrace"
+      measure "nsys 1M -> pftrace.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.pftrace.gz"
+      measure "pftrace 1M -> chrome json (import)" "$(size "$out/nsys-1m.pftrace")" \
+        "$bin" -q convert -f "$out/nsys-1m.pftrace" "$out/pftrace-1m.json"
+      j=$(size "$out/nsys-1m.json") p=$(size "$out/nsys-1m.pftrace") z=$(size "$out/nsys-1m.pftrace.gz")
+      awk -v j="$j" -v p="$p" -v z="$z" 'BEGIN { printf "sizes: json %.1f MB, pftrace %.1f MB (%.3f of the json), pftrace.gz %.1f MB\n", j/1e6, p/1e6, p/j, z/1e6 }'
+      if [ -n "${TRACEX_NSYS_PERFETTER:-}" ]; then
+        measure "nsys-perfetter (reference)" "$(size "$f")" \
+          sh -c "cd '$TRACEX_NSYS_PERFETTER' && python3 -m lib.nsys_perfetter --nsys-report '$PWD/$f' --output '$PWD/$out/nsys-1m.perfetter.pftrace'" \
+          || echo "nsys-perfetter failed on this export"
       fi
       ;;
     series)

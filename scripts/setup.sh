@@ -82,4 +82,11 @@ if [ ! -x "$ANALYSERS_VENV/bin/python" ] || ! "$ANALYSERS_VENV/bin/python" -c 'i
     echo "setup: could not install the analysers; their tests will be skipped" >&2
   fi
 fi
+# Perfetto's own protos (PyPI package `perfetto`) decode every .pftrace tracex writes in the tests.
+PERFETTO_VENV="${TRACEX_PERFETTO_VENV:-$HOME/.cache/tracex/venv-perfetto}"
+if ! "$PERFETTO_VENV/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null; then
+  echo "setup: installing the perfetto Python package into $PERFETTO_VENV" >&2
+  /usr/bin/python3 -m venv "$PERFETTO_VENV"
+  "$PERFETTO_VENV/bin/pip" install --quiet --disable-pip-version-check perfetto==0.59.1
+fi
 echo "setup: ok" >&2

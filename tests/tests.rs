@@ -15,6 +15,7 @@ mod modules;
 mod multi;
 mod nsys;
 mod otf2;
+mod perfetto;
 mod ship;
 mod stats;
 mod trace_processor;

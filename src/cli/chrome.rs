@@ -4,7 +4,7 @@ use tracex_ir::format::Options;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ChromeArgs {
-    /// gzip level for .json.gz outputs (0-9)
+    /// gzip level for .json.gz and .pftrace.gz outputs (0-9)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub gzip_level: u32,
     /// Write GPU work, CUDA calls and launch flows with the categories, args (stream, device,

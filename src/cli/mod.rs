@@ -164,6 +164,8 @@ impl ConvertArgs {
     pub fn format_options(&self, inputs: &[String]) -> Options {
         let mut opts = Options::default();
         self.chrome.apply(&mut opts);
+        // --gzip-level (declared with Chrome's flags) sets .pftrace.gz outputs too
+        opts.get_mut::<tracex_perfetto::ExportOptions>().gzip_level = self.chrome.gzip_level;
         self.folded.apply(&mut opts);
         self.flamegraph.apply(&mut opts, inputs);
         self.nsys.apply(&mut opts);

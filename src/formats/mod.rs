@@ -15,6 +15,7 @@ static FORMATS: &[&Format] = &[
     &tracex_nsys::FORMAT,
     #[cfg(feature = "otf2")]
     &tracex_otf2::FORMAT,
+    &tracex_perfetto::FORMAT,
 ];
 
 pub fn formats() -> impl Iterator<Item = &'static Format> {

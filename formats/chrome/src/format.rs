@@ -12,7 +12,7 @@ pub const NAME: &str = "chrome";
 
 pub static FORMAT: Format = Format {
     name: NAME,
-    aliases: &["json", "perfetto"],
+    aliases: &["json"],
     description: "Chrome Trace Event JSON (Perfetto, chrome://tracing, speedscope); plain or gzip",
     // hints only; content decides
     extensions: &[".json", ".json.gz", ".trace", ".pt.trace.json", ".log"],

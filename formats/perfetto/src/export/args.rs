@@ -1,0 +1,153 @@
+//! Event arguments as debug annotations, and typed metadata values as tracex `Arg`s.
+
+use tracex_ir::{Args, Defs, Value};
+
+use super::intern::Interner;
+use crate::pb::debug_annotation::{NameField, Value as DaValue};
+use crate::pb::tracex::{arg, Arg};
+use crate::pb::DebugAnnotation;
+use prost::Message;
+
+/// Each argument as a debug annotation with an interned name; string values interned too.
+/// JSON values (objects, arrays, out-of-range numbers) become nested annotations when that is
+/// exact and smaller, else keep their exact text as `legacy_json_value` (Perfetto expands both
+/// into nested arguments); a null is the JSON text `null`.
+pub fn annotations(defs: &Defs, interner: &mut Interner, args: &Args) -> Vec<DebugAnnotation> {
+    args.iter()
+        .map(|a| {
+            let name = Some(NameField::NameIid(interner.key(defs, a.key)));
+            let value = match &a.value {
+                Value::Null => DaValue::LegacyJsonValue("null".into()),
+                Value::Bool(b) => DaValue::BoolValue(*b),
+                Value::Int(i) => DaValue::IntValue(*i),
+                Value::UInt(u) => DaValue::UintValue(*u),
+                Value::Float(f) => DaValue::DoubleValue(*f),
+                Value::Str(s) => string(interner, s),
+                Value::Json(j) => return interner.json(j, name, json),
+            };
+            DebugAnnotation {
+                name_field: name,
+                value: Some(value),
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+fn string(interner: &mut Interner, s: &str) -> DaValue {
+    match interner.value(s) {
+        Some(iid) => DaValue::StringValueIid(iid),
+        None => DaValue::StringValue(s.to_owned()),
+    }
+}
+
+/// A JSON argument: nested annotations if they give back exactly this text (compact, keys in
+/// order, no empty object or array, which nested annotations cannot tell from a null) and are
+/// smaller, else the text.
+pub fn json(interner: &mut Interner, name: Option<NameField>, text: &str) -> DebugAnnotation {
+    let legacy = DebugAnnotation {
+        name_field: name.clone(),
+        value: Some(DaValue::LegacyJsonValue(text.to_owned())),
+        ..Default::default()
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
+        return legacy;
+    };
+    if !matches!(
+        v,
+        serde_json::Value::Array(_) | serde_json::Value::Object(_)
+    ) || !nestable(&v)
+        || serde_json::to_string(&v).ok().as_deref() != Some(text)
+    {
+        return legacy;
+    }
+    let native = DebugAnnotation {
+        name_field: name,
+        ..nested(interner, &v)
+    };
+    if native.encoded_len() < legacy.encoded_len() {
+        native
+    } else {
+        legacy
+    }
+}
+
+fn nestable(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Array(a) => !a.is_empty() && a.iter().all(nestable),
+        serde_json::Value::Object(m) => !m.is_empty() && m.values().all(nestable),
+        serde_json::Value::Number(n) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(f64::is_finite)
+        }
+        _ => true,
+    }
+}
+
+fn nested(interner: &mut Interner, v: &serde_json::Value) -> DebugAnnotation {
+    use serde_json::Value as J;
+    let mut a = DebugAnnotation::default();
+    match v {
+        J::Null => {}
+        J::Bool(b) => a.value = Some(DaValue::BoolValue(*b)),
+        J::Number(n) => {
+            a.value = Some(match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => DaValue::IntValue(i),
+                (None, Some(u)) => DaValue::UintValue(u),
+                _ => DaValue::DoubleValue(n.as_f64().unwrap_or(0.0)),
+            })
+        }
+        J::String(s) => a.value = Some(string(interner, s)),
+        J::Array(items) => a.array_values = items.iter().map(|i| nested(interner, i)).collect(),
+        J::Object(m) => {
+            a.dict_entries = m
+                .iter()
+                .map(|(k, v)| DebugAnnotation {
+                    name_field: Some(NameField::NameIid(interner.key_text(k))),
+                    ..nested(interner, v)
+                })
+                .collect()
+        }
+    }
+    a
+}
+
+/// Metadata (trace, process, thread) as typed tracex arguments.
+pub fn typed(defs: &Defs, args: &Args) -> Vec<Arg> {
+    args.iter()
+        .map(|a| Arg {
+            key: Some(defs.str(a.key).to_owned()),
+            value: Some(match &a.value {
+                Value::Null => arg::Value::NullValue(true),
+                Value::Bool(b) => arg::Value::BoolValue(*b),
+                Value::Int(i) => arg::Value::IntValue(*i),
+                Value::UInt(u) => arg::Value::UintValue(*u),
+                Value::Float(f) => arg::Value::DoubleValue(*f),
+                Value::Str(s) => arg::Value::StringValue(s.to_string()),
+                Value::Json(j) => arg::Value::JsonValue(j.to_string()),
+            }),
+        })
+        .collect()
+}
+
+/// A metadata value as a trace attribute (Perfetto keeps only integers and strings there).
+pub fn attribute_value(v: &Value) -> crate::pb::trace_attributes::attribute::Value {
+    use crate::pb::trace_attributes::attribute::Value as A;
+    match v {
+        Value::Int(i) => A::LongValue(*i),
+        Value::UInt(u) if *u <= i64::MAX as u64 => A::LongValue(*u as i64),
+        Value::Bool(b) => A::StringValue(b.to_string()),
+        Value::Null => A::StringValue("null".into()),
+        Value::UInt(u) => A::StringValue(u.to_string()),
+        Value::Float(f) => A::StringValue(ryu_like(*f)),
+        Value::Str(s) => A::StringValue(s.to_string()),
+        Value::Json(j) => A::StringValue(j.to_string()),
+    }
+}
+
+fn ryu_like(f: f64) -> String {
+    if f.is_finite() {
+        serde_json::Number::from_f64(f).map_or_else(|| f.to_string(), |n| n.to_string())
+    } else {
+        f.to_string()
+    }
+}

@@ -1,0 +1,332 @@
+//! Interning: names, categories, annotation keys, frames, callstacks and sample contexts are
+//! written once per trace in `InternedData` and referred to by iid (each kind has its own iid
+//! space, starting at 1). New entries gather in `pending` and go out with the next packet that
+//! is queued, which is always before any packet that refers to them.
+
+use rustc_hash::FxHashMap;
+use tracex_ir::{Defs, FrameId, StackId, StrId};
+
+use crate::pb::stack_sample::{counter_descriptor::UnitField, CounterDescriptor};
+use crate::pb::stack_sample::{ExecutionContext, TaskContext};
+use crate::pb::{
+    Callstack, DebugAnnotationName, EventCategory, EventName, Frame, InternedData, InternedString,
+    Mapping,
+};
+
+/// Distinct argument string values interned at most (then new ones stay inline).
+pub const MAX_VALUES: usize = 1 << 16;
+/// Distinct JSON argument texts whose encoding is kept.
+const MAX_JSON: usize = 1 << 12;
+
+/// One iid space: value → iid.
+struct Table<K> {
+    ids: FxHashMap<K, u64>,
+}
+
+impl<K: std::hash::Hash + Eq> Default for Table<K> {
+    fn default() -> Self {
+        Table {
+            ids: FxHashMap::default(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq> Table<K> {
+    /// The iid of `k`, and whether it is new.
+    fn get(&mut self, k: K) -> (u64, bool) {
+        let next = self.ids.len() as u64 + 1;
+        let mut new = false;
+        let id = *self.ids.entry(k).or_insert_with(|| {
+            new = true;
+            next
+        });
+        (id, new)
+    }
+}
+
+#[derive(Default)]
+pub struct Interner {
+    names: Table<StrId>,
+    cats: Table<StrId>,
+    keys: Table<StrId>,
+    /// Keys of nested JSON objects (no `StrId`): the same iid space as `keys`.
+    key_texts: FxHashMap<Box<str>, u64>,
+    functions: Table<StrId>,
+    paths: Table<StrId>,
+    mappings: Table<StrId>,
+    frames: Table<FrameId>,
+    callstacks: Table<StackId>,
+    tasks: Table<(u32, u32)>,
+    cpus: Table<u32>,
+    counters: Table<Option<StrId>>,
+    /// Argument string values (kernel names repeat on every kernel), up to a bound.
+    values: FxHashMap<Box<str>, u64>,
+    /// JSON argument texts already encoded (grid sizes repeat), up to a bound.
+    json: FxHashMap<Box<str>, crate::pb::DebugAnnotation>,
+    pending: InternedData,
+    pending_any: bool,
+}
+
+impl Interner {
+    /// Definitions made since the last call, for the packet about to be queued.
+    pub fn take(&mut self) -> Option<Box<InternedData>> {
+        if !self.pending_any {
+            return None;
+        }
+        self.pending_any = false;
+        Some(Box::new(std::mem::take(&mut self.pending)))
+    }
+
+    pub fn name(&mut self, defs: &Defs, s: StrId) -> u64 {
+        let (iid, new) = self.names.get(s);
+        if new {
+            self.pending_any = true;
+            self.pending.event_names.push(EventName {
+                iid: Some(iid),
+                name: Some(defs.str(s).to_owned()),
+            });
+        }
+        iid
+    }
+
+    pub fn category(&mut self, defs: &Defs, s: StrId) -> u64 {
+        let (iid, new) = self.cats.get(s);
+        if new {
+            self.pending_any = true;
+            self.pending.event_categories.push(EventCategory {
+                iid: Some(iid),
+                name: Some(defs.str(s).to_owned()),
+            });
+        }
+        iid
+    }
+
+    pub fn key(&mut self, defs: &Defs, s: StrId) -> u64 {
+        if let Some(&iid) = self.keys.ids.get(&s) {
+            return iid;
+        }
+        let iid = self.next_key();
+        self.keys.ids.insert(s, iid);
+        self.pending_any = true;
+        self.pending
+            .debug_annotation_names
+            .push(DebugAnnotationName {
+                iid: Some(iid),
+                name: Some(defs.str(s).to_owned()),
+            });
+        iid
+    }
+
+    fn next_key(&self) -> u64 {
+        (self.keys.ids.len() + self.key_texts.len()) as u64 + 1
+    }
+
+    /// A key of a nested JSON object.
+    pub fn key_text(&mut self, k: &str) -> u64 {
+        if let Some(&iid) = self.key_texts.get(k) {
+            return iid;
+        }
+        let iid = self.next_key();
+        self.key_texts.insert(k.into(), iid);
+        self.pending_any = true;
+        self.pending
+            .debug_annotation_names
+            .push(DebugAnnotationName {
+                iid: Some(iid),
+                name: Some(k.to_owned()),
+            });
+        iid
+    }
+
+    /// The iid of an argument's string value, when worth interning: values shorter than an
+    /// iid reference are left inline, and so is every new value once the table holds
+    /// [`MAX_VALUES`] (argument values can be unique: ids, addresses).
+    pub fn value(&mut self, s: &str) -> Option<u64> {
+        if s.len() < 4 {
+            return None;
+        }
+        if let Some(&iid) = self.values.get(s) {
+            return Some(iid);
+        }
+        if self.values.len() >= MAX_VALUES {
+            return None;
+        }
+        let iid = self.values.len() as u64 + 1;
+        self.values.insert(s.into(), iid);
+        self.pending_any = true;
+        self.pending
+            .debug_annotation_string_values
+            .push(InternedString {
+                iid: Some(iid),
+                str: Some(s.as_bytes().to_vec()),
+            });
+        Some(iid)
+    }
+
+    /// The annotation of a JSON argument, `encode`d once per distinct text (up to a bound).
+    pub fn json(
+        &mut self,
+        text: &str,
+        name: Option<crate::pb::debug_annotation::NameField>,
+        encode: fn(
+            &mut Self,
+            Option<crate::pb::debug_annotation::NameField>,
+            &str,
+        ) -> crate::pb::DebugAnnotation,
+    ) -> crate::pb::DebugAnnotation {
+        if let Some(a) = self.json.get(text) {
+            return crate::pb::DebugAnnotation {
+                name_field: name,
+                ..a.clone()
+            };
+        }
+        let a = encode(self, name, text);
+        if self.json.len() < MAX_JSON {
+            self.json.insert(text.into(), a.clone());
+        }
+        a
+    }
+
+    fn function(&mut self, defs: &Defs, s: StrId) -> u64 {
+        let (iid, new) = self.functions.get(s);
+        if new {
+            self.pending_any = true;
+            self.pending.function_names.push(InternedString {
+                iid: Some(iid),
+                str: Some(defs.str(s).as_bytes().to_vec()),
+            });
+        }
+        iid
+    }
+
+    /// A mapping standing for a module (a library, or a frame category).
+    fn mapping(&mut self, defs: &Defs, module: StrId) -> u64 {
+        let (iid, new) = self.mappings.get(module);
+        if new {
+            let (path, new_path) = self.paths.get(module);
+            if new_path {
+                self.pending.mapping_paths.push(InternedString {
+                    iid: Some(path),
+                    str: Some(defs.str(module).as_bytes().to_vec()),
+                });
+            }
+            self.pending_any = true;
+            self.pending.mappings.push(Mapping {
+                iid: Some(iid),
+                path_string_ids: vec![path],
+                ..Default::default()
+            });
+        }
+        iid
+    }
+
+    fn frame(&mut self, defs: &Defs, f: FrameId) -> u64 {
+        if let Some(&iid) = self.frames.ids.get(&f) {
+            return iid;
+        }
+        let fr = defs.stacks.frame(f);
+        let function = self.function(defs, fr.name);
+        // mapping 0: Perfetto's dummy mapping, for frames without a module
+        let mapping = fr.module.map(|m| self.mapping(defs, m));
+        let (iid, _) = self.frames.get(f);
+        self.pending_any = true;
+        self.pending.frames.push(Frame {
+            iid: Some(iid),
+            function_name_id: Some(function),
+            mapping_id: mapping,
+            ..Default::default()
+        });
+        iid
+    }
+
+    /// The callstack of stack node `s` (its frames root first).
+    pub fn callstack(&mut self, defs: &Defs, s: StackId) -> u64 {
+        if let Some(&iid) = self.callstacks.ids.get(&s) {
+            return iid;
+        }
+        let frame_ids: Vec<u64> = defs
+            .stacks
+            .path(s)
+            .into_iter()
+            .map(|f| self.frame(defs, f))
+            .collect();
+        let (iid, _) = self.callstacks.get(s);
+        self.pending_any = true;
+        self.pending.callstacks.push(Callstack {
+            iid: Some(iid),
+            frame_ids,
+        });
+        iid
+    }
+
+    /// A stack sample's task: the process and thread it is attributed to.
+    pub fn task(&mut self, pid: u32, tid: u32) -> u64 {
+        let (iid, new) = self.tasks.get((pid, tid));
+        if new {
+            self.pending_any = true;
+            self.pending.stack_sample_task_contexts.push(TaskContext {
+                iid: Some(iid),
+                pid: Some(pid),
+                tid: Some(tid),
+                async_id: None,
+            });
+        }
+        iid
+    }
+
+    /// A stack sample's execution context: the CPU it ran on.
+    pub fn cpu(&mut self, cpu: u32) -> u64 {
+        let (iid, new) = self.cpus.get(cpu);
+        if new {
+            self.pending_any = true;
+            self.pending
+                .stack_sample_execution_contexts
+                .push(ExecutionContext {
+                    iid: Some(iid),
+                    cpu: Some(cpu),
+                    mode: None,
+                });
+        }
+        iid
+    }
+
+    /// The timebase of stack samples named `name` ("cycles", or "samples" for unnamed ones):
+    /// each sample's weight counts in its unit.
+    pub fn sample_counter(&mut self, defs: &Defs, name: Option<StrId>) -> u64 {
+        let (iid, new) = self.counters.get(name);
+        if new {
+            self.pending_any = true;
+            self.pending
+                .stack_sample_counter_descriptors
+                .push(CounterDescriptor {
+                    iid: Some(iid),
+                    name: Some(name.map_or("samples", |n| defs.str(n)).to_owned()),
+                    unit_field: Some(UnitField::Unit(crate::pb::stack_sample::Unit::Count as i32)),
+                    ..Default::default()
+                });
+        }
+        iid
+    }
+}
+
+/// Adds definitions to a queued packet's (it precedes every packet that uses them).
+pub fn merge(into: &mut Option<Box<InternedData>>, new: Box<InternedData>) {
+    let new = *new;
+    let d = into.get_or_insert_with(Default::default);
+    d.event_names.extend(new.event_names);
+    d.event_categories.extend(new.event_categories);
+    d.debug_annotation_names.extend(new.debug_annotation_names);
+    d.debug_annotation_string_values
+        .extend(new.debug_annotation_string_values);
+    d.function_names.extend(new.function_names);
+    d.mapping_paths.extend(new.mapping_paths);
+    d.mappings.extend(new.mappings);
+    d.frames.extend(new.frames);
+    d.callstacks.extend(new.callstacks);
+    d.stack_sample_task_contexts
+        .extend(new.stack_sample_task_contexts);
+    d.stack_sample_execution_contexts
+        .extend(new.stack_sample_execution_contexts);
+    d.stack_sample_counter_descriptors
+        .extend(new.stack_sample_counter_descriptors);
+}
