@@ -20,5 +20,6 @@ COPY --from=build /src/target/release/tracex /usr/local/bin/tracex
 COPY --from=build /out/man/ /usr/local/share/man/man1/
 COPY --from=build /out/tracex.bash /usr/share/bash-completion/completions/tracex
 COPY fixtures/demo/ /usr/share/tracex/examples/
+COPY LICENSE-MIT LICENSE-APACHE THIRD-PARTY-NOTICES /usr/share/doc/tracex/
 ENTRYPOINT ["tracex"]
 CMD ["--help"]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the release archive: tracex-VERSION-TARGET.tar.gz in target/dist/ holding the binary
 # (libotf2 linked in statically, so it runs where libotf2 is not installed), shell completions,
-# man pages, README and licences. Run by `make dist`.
+# man pages, README, licences and the notices of what the binary contains (THIRD-PARTY-NOTICES,
+# from scripts/notices.py). Run by `make dist`.
 # TRACEX_BIN=path packages that binary instead of building one (the tests do).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,7 @@ for shell in bash zsh fish powershell elvish; do
   "$bin" completions "$shell" >"$stage/complete/tracex.$shell"
 done
 "$bin" man --dir "$stage/man"
-cp README.md LICENSE-MIT LICENSE-APACHE "$stage/"
+cp README.md LICENSE-MIT LICENSE-APACHE THIRD-PARTY-NOTICES "$stage/"
 tar -C "$out" -czf "$out/$name.tar.gz" "$name"
 rm -rf "$stage"
 echo "$out/$name.tar.gz"

@@ -804,6 +804,7 @@ fn release_archive_runs_without_libotf2() {
         "README.md",
         "LICENSE-MIT",
         "LICENSE-APACHE",
+        "THIRD-PARTY-NOTICES",
         "complete/tracex.bash",
         "complete/tracex.zsh",
         "complete/tracex.fish",
@@ -941,6 +942,20 @@ fn wheel_installs_into_a_fresh_venv_and_converts() {
         .output()
         .unwrap();
     succeeded(&out);
+    let notices = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("site-packages"))
+        .map(|sp| {
+            sp.join(format!(
+                "tracex_convert-{}.dist-info/licenses/THIRD-PARTY-NOTICES",
+                env!("CARGO_PKG_VERSION")
+            ))
+        })
+        .find(|p| p.is_file());
+    assert!(
+        notices.is_some(),
+        "the wheel carries no THIRD-PARTY-NOTICES"
+    );
     let installed = venv.join("bin/tracex");
     assert!(installed.is_file(), "no tracex in the venv");
     let json = dir.path().join("demo.json");
@@ -1004,4 +1019,41 @@ fn crates_are_ready_for_crates_io() {
         checked += 1;
     }
     assert!(checked >= 8);
+}
+
+/// THIRD-PARTY-NOTICES (shipped in the archive, the wheel and the image) is what
+/// scripts/notices.py makes from Cargo.lock today: a new or updated dependency without its
+/// notice fails here.
+#[test]
+fn third_party_notices_are_current() {
+    if tool("python3").is_none()
+        || !Path::new("/usr/share/doc/libotf2-trace-dev/copyright").is_file()
+    {
+        eprintln!("note: python3 or libotf2-trace-dev missing; notices not checked");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("notices");
+    let out = Command::new(root().join("scripts/notices.py"))
+        .arg(&fresh)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let fresh = std::fs::read_to_string(&fresh).unwrap();
+    let committed = std::fs::read_to_string(root().join("THIRD-PARTY-NOTICES")).unwrap();
+    assert!(
+        fresh == committed,
+        "THIRD-PARTY-NOTICES is out of date: run scripts/notices.py THIRD-PARTY-NOTICES"
+    );
+    for needle in [
+        "License: BSD-3-Clause",
+        "SQLite",
+        "rusqlite",
+        "inferno",
+        "Permission is hereby granted",
+    ] {
+        assert!(committed.contains(needle), "notices lack {needle:?}");
+    }
+    eprintln!("notices: {} lines, current", committed.lines().count());
 }
