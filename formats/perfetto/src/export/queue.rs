@@ -28,7 +28,8 @@ pub const ABSOLUTE_CLOCK: u32 = BuiltinClock::Boottime as u32;
 /// background thread.
 enum Target {
     Plain(OutFile),
-    Gz(GzEncoder<OutFile>),
+    // boxed: the encoder's state is large (zlib-rs) and the enum is moved into the writer thread
+    Gz(Box<GzEncoder<OutFile>>),
 }
 
 impl Write for Target {
@@ -157,7 +158,10 @@ impl Queue {
     pub fn create(target: &OutputTarget, gzip: bool, level: u32) -> io::Result<Queue> {
         let file = OutFile::create(target)?;
         let target = if gzip {
-            Target::Gz(GzEncoder::new(file, flate2::Compression::new(level.min(9))))
+            Target::Gz(Box::new(GzEncoder::new(
+                file,
+                flate2::Compression::new(level.min(9)),
+            )))
         } else {
             Target::Plain(file)
         };
