@@ -742,7 +742,6 @@ const TP_SHOWN: &[&str] = &["processes", "threads", "counter_tracks", "tracks"];
 const TP_KNOWN: &[(&str, &str)] = &[
     ("androidGpu.pftrace", "GPU counter packets are not mapped (perfetto_packet_unmapped)"),
     ("nowinandroid-trace.perfetto-trace", "ftrace/atrace packets are not mapped (perfetto_packet_unmapped)"),
-    ("pytorch-kineto-worker0.1623143089861.pt.trace.json.gz", "OPEN: flow points land on another thread's track than the slices they bind to, so none is drawn (perfetto_flow_not_drawn)"),
     ("catapult-tcmalloc_trace.json", "OPEN: 13 instants trace processor does not show from the JSON"),
     ("speedscope-Trace-20230603T221323.json", "OPEN: one slice and two instants more than trace processor builds from the JSON"),
     ("fixtures/chrome/equal_timestamps.json", "OPEN: a zero-duration complete event becomes an instant"),
