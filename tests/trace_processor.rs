@@ -20,13 +20,26 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// Stats of severity `error` or `data_loss`: something Perfetto lost.
-    pub fn losses(&self) -> Vec<String> {
+    /// Stats rows of severity `error` or `data_loss`: something Perfetto lost.
+    pub fn loss_stats(&self) -> impl Iterator<Item = &(String, String, i64)> {
         self.stats
             .iter()
             .filter(|(sev, _, _)| sev == "error" || sev == "data_loss")
+    }
+
+    /// The same, one line each.
+    pub fn losses(&self) -> Vec<String> {
+        self.loss_stats()
             .map(|(sev, name, v)| format!("{name}={v} ({sev})"))
             .collect()
+    }
+
+    /// How much Perfetto lost under one stat name.
+    pub fn lost(&self, stat: &str) -> i64 {
+        self.loss_stats()
+            .filter(|(_, name, _)| name == stat)
+            .map(|(_, _, v)| *v)
+            .sum()
     }
 
     pub fn count(&self, key: &str) -> i64 {

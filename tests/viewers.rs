@@ -331,15 +331,9 @@ fn perfetto_reads_every_output_as_the_input() {
             problems.push(format!("{}: did not load: {f}", c.name));
             continue;
         }
-        for (sev, stat, n) in output.stats.iter().filter(|(sev, _, _)| is_loss(sev)) {
+        for (sev, stat, n) in output.loss_stats() {
             // what Perfetto already loses from the input itself is not tracex's
-            let in_input = input.as_ref().map_or(0, |i| {
-                i.stats
-                    .iter()
-                    .filter(|(s, name, _)| is_loss(s) && name == stat)
-                    .map(|(_, _, v)| *v)
-                    .sum()
-            });
+            let in_input = input.as_ref().map_or(0, |i| i.lost(stat));
             if *n > in_input && !known_perfetto(&c.name, stat) {
                 problems.push(format!("{}: {stat}={n} ({sev}), input {in_input}", c.name));
             }
@@ -362,10 +356,6 @@ fn perfetto_reads_every_output_as_the_input() {
     }
     eprintln!("Perfetto: {} outputs checked", cases.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-fn is_loss(severity: &str) -> bool {
-    severity == "error" || severity == "data_loss"
 }
 
 /// Differences between what Perfetto builds from an input and from tracex's output of it that
