@@ -7,6 +7,7 @@ use anyhow::Context;
 use tracex_ir::format::{Format, InputKind, Options};
 use tracex_ir::nest::{FlowBinder, OverlapRouter};
 use tracex_ir::order::Sorter;
+use tracex_ir::time::UNIX_SCALE_NS;
 use tracex_ir::{
     Defs, Diagnostics, Event, EventOrder, ImportCtx, Location, NamePriority, Sink, Stage,
 };
@@ -18,10 +19,6 @@ tracex_ir::kinds! {
     MERGE_UNALIGNED = "merge_unaligned", Warning,
         "merging inputs on their clocks, some input has no absolute clock origin (and its timestamps do not look like Unix time): it was lined up on its first event with the earliest input instead";
 }
-
-/// Timestamps above this (ns, about 1973) in an input without a clock origin are taken as Unix
-/// time: Kineto and CUPTI write epoch times without saying so.
-const LOOKS_LIKE_UNIX_NS: i64 = 100_000_000_000_000_000;
 
 /// An input with the format chosen for it.
 pub struct Opened {
@@ -196,12 +193,11 @@ fn offsets(
         }
         Align::Clock => {
             // an input without an origin whose times look like Unix time is on the Unix clock
+            // (Kineto and CUPTI write epoch times without saying so)
             let origins: Vec<Option<i64>> = origins
                 .iter()
                 .enumerate()
-                .map(|(i, o)| {
-                    o.or_else(|| first_of(i).filter(|&f| f > LOOKS_LIKE_UNIX_NS).map(|_| 0))
-                })
+                .map(|(i, o)| o.or_else(|| first_of(i).filter(|&f| f > UNIX_SCALE_NS).map(|_| 0)))
                 .collect();
             let Some(common) = origins.iter().flatten().min().copied() else {
                 // no clock known anywhere: the inputs share their (unknown) time base

@@ -300,6 +300,40 @@ fn negative_times_are_shifted_and_shifted_back() {
     }
 }
 
+/// CUPTI times are Unix ns: written as µs they would need 19 digits, more than the doubles of
+/// Perfetto and HTA keep, so back-to-back kernels would round onto each other. They count from
+/// the whole second of the first event instead, which `baseTimeNanoseconds` gives (as Kineto
+/// writes it), every nanosecond is exact in a double, and the round trip is exact.
+#[test]
+fn unix_times_with_a_clock_count_from_a_whole_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = root().join("fixtures/cupti/app_gpu.txt");
+    let out = convert(&input, &[]);
+    let base = out["baseTimeNanoseconds"].as_i64().expect("a base time");
+    assert_eq!(
+        base, 1_761_700_000_000_000_000,
+        "the whole second of the first event"
+    );
+    let timed: Vec<&Value> = events(&out)
+        .iter()
+        .filter(|e| e.get("ts").is_some())
+        .collect();
+    assert!(timed.len() > 10);
+    for e in timed {
+        let ts = e["ts"].as_f64().unwrap();
+        assert!((0.0..10e6).contains(&ts), "ts {ts} in {e}");
+    }
+    // the first runtime call starts 400 µs after the base, to the nanosecond
+    let set_device = events(&out)
+        .iter()
+        .find(|e| e["name"] == "cudaSetDevice_v3020")
+        .unwrap();
+    assert_eq!(set_device["ts"].as_f64().unwrap(), 400.0);
+    let rt = dir.path().join("rt.json");
+    run_ok(&["convert", input.to_str().unwrap(), rt.to_str().unwrap()]);
+    assert_eq!(dump(&input), dump(&rt));
+}
+
 #[test]
 fn an_object_system_trace_is_kept_where_perfetto_ignores_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -149,7 +149,8 @@ fn reference_merge(cpu: &str, gpu_events: &[Value], per_process: bool) -> BTreeM
 /// id, `ts`, `dur`, id > 0) go to the first thread of their pid, sorted by time; equal counts
 /// pair in order, else with the clock offset of the first launch and first stack and the
 /// tolerance in float µs; a pair with a kernel (the last of its correlation id) adds
-/// `int(end_us - start_us)`. Returns stack → weight, zero weights left out (tracex writes none).
+/// `int(end_us - start_us)`. Returns stack → weight, zero weights included (a kernel shorter
+/// than 1 µs makes a line of weight 0 there, and in tracex's output).
 fn upstream_merge(cpu: &str, gpu_events: &[PyEvent]) -> BTreeMap<String, i64> {
     // correlation id -> (start µs, pid), in first-insertion order as a Python dict
     let mut launches: Vec<(i64, f64, i64)> = Vec::new();
@@ -257,7 +258,6 @@ fn upstream_merge(cpu: &str, gpu_events: &[PyEvent]) -> BTreeMap<String, i64> {
             }
         }
     }
-    out.retain(|_, w| *w != 0);
     out
 }
 

@@ -2,12 +2,14 @@
 //! ends after it is moved to an overflow lane of that track, never clipped or dropped.
 //! Needs its input in the total order of [`crate::order`].
 
+use std::collections::VecDeque;
+
 use rustc_hash::FxHashMap;
 
 use crate::defs::Defs;
 use crate::diag::{kinds, Diagnostics, Location};
 use crate::error::{Error, Result};
-use crate::event::Event;
+use crate::event::{Event, FlowBind};
 use crate::model::{Track, TrackId, TrackKind};
 use crate::sink::Stage;
 use crate::time::Ts;
@@ -142,19 +144,34 @@ impl<S: Stage> Stage for OverlapRouter<S> {
 /// slice now is, so viewers (which bind by thread and time) and the sinks behind (the filter,
 /// `stats`, the folded GPU join, which bind by track and time) all see the arrow on the slice the
 /// input bound it to. The slice is the innermost one containing the point's time on the point's
-/// track or any of its overflow lanes (the one begun last). Points bound to the next slice
-/// (`FlowBind::Next`) stay where they are: their slice has not arrived yet.
+/// track or any of its overflow lanes (the one begun last). A point bound to the next slice
+/// (`FlowBind::Next`) goes to the lane of the first slice of its track (or lanes) that arrives
+/// after it: the stream is held from that point until the slice arrives (at most
+/// [`HOLD_LIMIT`] events; a point whose slice has not come by then stays on its track).
 pub struct FlowBinder<S> {
     inner: S,
     /// Per strict root track, the slices that may still contain a point: (start, end, track).
     open: FxHashMap<TrackId, Vec<(Ts, Ts, TrackId)>>,
+    /// Events held in stream order behind a point waiting for its next slice; `true` marks
+    /// such a waiting point.
+    held: VecDeque<(Event, bool)>,
+    /// How many events have left `held` (positions below are absolute: `popped` + index).
+    popped: u64,
+    /// Per strict root track, the positions of its points waiting for their next slice.
+    waiting: FxHashMap<TrackId, Vec<u64>>,
 }
+
+/// The most events held behind a point bound to the next slice.
+pub const HOLD_LIMIT: usize = 1 << 16;
 
 impl<S: Stage> FlowBinder<S> {
     pub fn new(inner: S) -> Self {
         FlowBinder {
             inner,
             open: FxHashMap::default(),
+            held: VecDeque::new(),
+            popped: 0,
+            waiting: FxHashMap::default(),
         }
     }
 
@@ -163,8 +180,58 @@ impl<S: Stage> FlowBinder<S> {
     }
 }
 
+impl<S: Stage> FlowBinder<S> {
+    /// Gives the points of `root` waiting for their next slice the slice `[ts…]` on `track`.
+    fn resolve(&mut self, root: TrackId, ts: Ts, track: TrackId) {
+        let Some(positions) = self.waiting.remove(&root) else {
+            return;
+        };
+        let mut still = Vec::new();
+        for pos in positions {
+            let Some((Event::Flow(f), waits)) = pos
+                .checked_sub(self.popped)
+                .and_then(|i| self.held.get_mut(i as usize))
+            else {
+                continue; // released by the hold limit
+            };
+            if !*waits {
+                continue;
+            }
+            if f.ts <= ts {
+                f.track = track;
+                *waits = false;
+            } else {
+                still.push(pos);
+            }
+        }
+        if !still.is_empty() {
+            self.waiting.insert(root, still);
+        }
+    }
+
+    /// Passes on the held events up to the first point still waiting (all at `all`).
+    fn release(&mut self, defs: &mut Defs, diag: &mut Diagnostics, all: bool) -> Result<()> {
+        while self.held.len() > HOLD_LIMIT {
+            // its slice is too far away: the point stays on its track
+            self.held.front_mut().expect("non-empty").1 = false;
+            self.pass_front(defs, diag)?;
+        }
+        while self.held.front().is_some_and(|(_, waits)| all || !waits) {
+            self.pass_front(defs, diag)?;
+        }
+        Ok(())
+    }
+
+    fn pass_front(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> Result<()> {
+        let (event, _) = self.held.pop_front().expect("non-empty");
+        self.popped += 1;
+        self.inner.push(defs, diag, event)
+    }
+}
+
 impl<S: Stage> Stage for FlowBinder<S> {
     fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, mut event: Event) -> Result<()> {
+        let mut waits = false;
         match &mut event {
             Event::Slice(s) => {
                 let root = defs.root_track(s.track);
@@ -173,9 +240,11 @@ impl<S: Stage> Stage for FlowBinder<S> {
                     // slices ended before this one starts can contain no later point
                     open.retain(|&(_, end, _)| end >= s.ts);
                     open.push((s.ts, s.end_or(i64::MAX), s.track));
+                    let (ts, track) = (s.ts, s.track);
+                    self.resolve(root, ts, track);
                 }
             }
-            Event::Flow(f) if f.bind == crate::event::FlowBind::Enclosing => {
+            Event::Flow(f) if f.bind == FlowBind::Enclosing => {
                 let root = defs.root_track(f.track);
                 if let Some(open) = self.open.get(&root) {
                     let bound = open
@@ -187,12 +256,26 @@ impl<S: Stage> Stage for FlowBinder<S> {
                     }
                 }
             }
+            Event::Flow(f) => {
+                let root = defs.root_track(f.track);
+                if defs.track(root).is_strict() {
+                    let pos = self.popped + self.held.len() as u64;
+                    self.waiting.entry(root).or_default().push(pos);
+                    waits = true;
+                }
+            }
             _ => {}
         }
-        self.inner.push(defs, diag, event)
+        if self.held.is_empty() && !waits {
+            return self.inner.push(defs, diag, event);
+        }
+        self.held.push_back((event, waits));
+        self.release(defs, diag, false)
     }
 
     fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> Result<()> {
+        self.release(defs, diag, true)?;
+        self.waiting.clear();
         self.inner.end(defs, diag)
     }
 }
@@ -349,6 +432,60 @@ mod tests {
             .map(|e| e.track().unwrap())
             .collect();
         assert_eq!(tracks, vec![t, o1, o1]);
+    }
+
+    #[test]
+    fn a_point_bound_to_the_next_slice_follows_it_to_its_lane() {
+        use crate::event::{FlowBind, FlowId, FlowPoint, FlowRole};
+        let mut d = Defs::new();
+        let mut diag = Diagnostics::default();
+        let p = d.add_process(Process::default());
+        let th = d.add_thread(p, Some(1), None);
+        let t = d.thread(th).track;
+        let mut r = OverlapRouter::new(FlowBinder::new(MemSink::default()));
+        let point = |ts, bind| {
+            Event::Flow(FlowPoint {
+                id: FlowId(1),
+                role: FlowRole::End,
+                track: t,
+                ts,
+                bind,
+                name: None,
+                cat: None,
+            })
+        };
+        let slice = |ts, dur| Event::Slice(Slice::new(t, ts, dur, StrId(0)));
+        // the point at 3 binds to the next slice, [4,12], which overlaps [0,10] and goes to
+        // lane 1; the point at 13 binds to [14,15], which stays; the point at 20 has no slice
+        for e in [
+            slice(0, 10),
+            point(3, FlowBind::Next),
+            slice(4, 8),
+            point(13, FlowBind::Next),
+            slice(14, 1),
+            point(20, FlowBind::Next),
+        ] {
+            r.push(&mut d, &mut diag, e).unwrap();
+        }
+        r.end(&mut d, &mut diag).unwrap();
+        let o1 = OverflowTracks::default().get(&mut d, t, 1);
+        let events = r.into_inner().into_inner().events;
+        let seen: Vec<(bool, i64, TrackId)> = events
+            .iter()
+            .map(|e| (matches!(e, Event::Flow(_)), e.ts(), e.track().unwrap()))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (false, 0, t),
+                (true, 3, o1),
+                (false, 4, o1),
+                (true, 13, t),
+                (false, 14, t),
+                (true, 20, t)
+            ],
+            "stream order kept, points on their slices' lanes"
+        );
     }
 
     #[test]

@@ -5,6 +5,14 @@ pub type Ts = i64;
 /// A duration in nanoseconds, never negative on a well-formed slice.
 pub type Dur = i64;
 
+/// Timestamps above this (ns, about 1973) are at the scale of Unix time: Kineto and CUPTI write
+/// epoch times without saying so, and written as µs with three decimals such a time has more
+/// digits (19) than a double keeps (about 16).
+pub const UNIX_SCALE_NS: i64 = 100_000_000_000_000_000;
+
+/// One second in ns.
+pub const NS_PER_SEC: i64 = 1_000_000_000;
+
 /// Appends `ns` as microseconds with exactly three decimals (`1234567` → `1234.567`),
 /// computed with integer arithmetic so that no nanosecond is lost.
 pub fn push_micros(out: &mut Vec<u8>, ns: i64) {

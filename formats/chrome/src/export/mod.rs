@@ -19,6 +19,7 @@ use std::collections::BinaryHeap;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use tracex_ir::time::{NS_PER_SEC, UNIX_SCALE_NS};
 use tracex_ir::{
     CounterId, Defs, Diagnostics, Event, FlowBind, FlowId, FlowPoint, FlowRole, Instant, Location,
     Num, ProcessId, Result, Sample, Sink, Slice, StackId, StrId, TrackId, TrackKind,
@@ -661,6 +662,12 @@ impl Sink for Exporter {
                 // tools that cut times to microseconds (HTA) cut them as before
                 let shift = if ts < 0 {
                     -ts.div_euclid(1000) * 1000
+                } else if ts > UNIX_SCALE_NS && defs.clock.origin_unix_ns.is_some() {
+                    // Unix times from a source with a known clock (CUPTI, eBPF stacks): µs with
+                    // three decimals would need 19 digits, and Perfetto's and HTA's doubles
+                    // round back-to-back slices onto each other; so times count from the whole
+                    // second of the first, which `baseTimeNanoseconds` gives, as Kineto does
+                    -(ts - ts.rem_euclid(NS_PER_SEC))
                 } else {
                     0
                 };

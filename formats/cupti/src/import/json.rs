@@ -17,6 +17,9 @@ use crate::diag as d;
 /// Reads CUPTI Chrome JSON from `reader` into `ctx`.
 pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     let mut state = State::default();
+    // CUPTI's default timestamps are Unix-epoch ns; known before the first event, so that
+    // exporters can write times from an origin (a `baseTimeNanoseconds` in the input wins)
+    ctx.defs.clock.origin_unix_ns = Some(0);
     let mut index = 0u64;
     ctx.filtered(
         |defs, diag, ev| {
@@ -25,9 +28,6 @@ pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
         },
         |inner| tracex_chrome::import(reader, &Default::default(), inner),
     )?;
-    if ctx.defs.clock.origin_unix_ns.is_none() {
-        ctx.defs.clock.origin_unix_ns = Some(0);
-    }
     std::mem::take(&mut state.corr).finish(ctx)
 }
 

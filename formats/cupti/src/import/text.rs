@@ -22,6 +22,9 @@ use crate::diag as d;
 pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     let mut lines = LineReader::new(reader);
     let mut imp = TextImporter::default();
+    // CUPTI's default timestamps are Unix-epoch ns; known before the first event, so that
+    // exporters can write times from an origin (a `baseTimeNanoseconds` in the input wins)
+    ctx.defs.clock.origin_unix_ns = Some(0);
     while let Some((no, bytes)) = lines.next_line()? {
         let at = Location::Line(no);
         let Ok(line) = std::str::from_utf8(bytes) else {
@@ -56,10 +59,6 @@ pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
         }
     }
     imp.flush(ctx)?;
-    if ctx.defs.clock.origin_unix_ns.is_none() {
-        // CUPTI's default timestamps are Unix-epoch nanoseconds.
-        ctx.defs.clock.origin_unix_ns = Some(0);
-    }
     std::mem::take(&mut imp.corr).finish(ctx)
 }
 

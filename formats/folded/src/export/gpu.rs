@@ -440,6 +440,8 @@ impl Gpu {
             }
         }
         let mut b = Builder::new(tree);
+        // the upstream merge writes the line of a kernel shorter than 1 µs, with weight 0
+        b.weights.keep_zero = true;
         let mut used = vec![false; self.works.len()];
         for ((_, stacks), launches) in threads.iter_mut().zip(&mut launches) {
             stacks.sort_by_key(|&i| self.at_launch[i].ts);

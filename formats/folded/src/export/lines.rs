@@ -86,6 +86,9 @@ pub struct Weights {
     pub map: FxHashMap<StackId, (i64, i64)>,
     /// Write two columns (`before after`).
     pub differential: bool,
+    /// Write stacks whose weight is zero too, as the upstream merge's GPU-µs view does (a
+    /// kernel shorter than a microsecond adds 0 to its stack's line).
+    pub keep_zero: bool,
 }
 
 impl Weights {
@@ -144,7 +147,7 @@ fn cmp_keys(a: &[u8], a_semi: bool, b: &[u8], b_semi: bool) -> std::cmp::Orderin
 }
 
 /// Writes `stack count` (or `stack before after`) lines sorted by stack text; stacks whose
-/// weights are all zero are left out and counted.
+/// weights are all zero are left out and counted, unless [`Weights::keep_zero`].
 ///
 /// The lines are made while walking the tree, never held together: memory is the tree plus
 /// one line, so a trace nested N deep costs O(N), not the O(N²) of its N lines. The walk gives
@@ -163,7 +166,7 @@ pub fn write(
     let mut has_line = vec![false; n];
     let mut has_below = vec![false; n];
     for (&node, &(w, before)) in &weights.map {
-        if w == 0 && (before == 0 || !weights.differential) {
+        if w == 0 && (before == 0 || !weights.differential) && !weights.keep_zero {
             zero += 1;
             continue;
         }
