@@ -201,12 +201,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str, Direction, &str)] = &[
     ),
     (
         "webview",
-        "flows",
-        Direction::Less,
-        "34 flow v2 bindings point backwards in time (flow_in before flow_out); the IR keeps flows forward in time and counts them (chrome_flow_end_without_start)",
-    ),
-    (
-        "webview",
         "instants",
         Direction::More,
         "the clock sync marker (c) is written as a global instant",

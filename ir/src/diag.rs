@@ -190,6 +190,8 @@ pub mod kinds {
             "a slice was begun but its end is not in the input; it is kept as an open slice (exporters that need an end close it at the end of the trace)";
         FLOW_ID_RENUMBERED = "flow_id_renumbered", Info,
             "a flow's id from the input was already taken by another flow of the trace (an id its producer reused, or the same id in two merged inputs); the flow got a new id from 2^32 up, every other flow kept its own";
+        FLOW_END_REUSED = "flow_end_after_its_flow_ended", Info,
+            "a flow v2 end or step (flow_in) came after its bind_id's flow had ended; as Catapult and Perfetto draw it, it became a new flow from the last flow_out of that bind_id";
         FLOW_END_FIRST_AT_SAME_TIME = "flow_end_first_at_same_time", Info,
             "a flow's end came before its start in the file, both at the same timestamp (Kineto writes some); they were paired as one flow";
     }

@@ -59,6 +59,16 @@ impl<K: Hash + Eq + Clone> SliceStacks<K> {
     }
 }
 
+/// What an end does to its chain when [`FlowPairer`] pairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ends {
+    /// The end closes the chain: a later end or step of the key needs a new start (flow v1).
+    Close,
+    /// The chain stays bound to its last outgoing point: a later end or step of the key is a
+    /// new arrow from there, as Catapult and Perfetto draw flow v2 (`bind_id`) bindings.
+    KeepOpen,
+}
+
 /// A flow point waiting to be paired.
 #[derive(Clone, Debug)]
 pub struct PendingFlowPoint {
@@ -129,6 +139,11 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
     /// Pairs everything pushed so far. Each flow keeps the id of its start where the input gave
     /// one and no other flow has it; the others get new ids from `defs`.
     pub fn pair(self, defs: &mut Defs, diag: &mut Diagnostics) -> FlowPairing {
+        self.pair_as(defs, diag, Ends::Close)
+    }
+
+    /// Like [`FlowPairer::pair`], with the given rule for what an end does to its chain.
+    pub fn pair_as(self, defs: &mut Defs, diag: &mut Diagnostics, ends: Ends) -> FlowPairing {
         let source_ids = self.source_ids;
         let mut points: Vec<(K, u64, Option<PendingFlowPoint>)> = self
             .points
@@ -140,6 +155,10 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
         let mut chains: Vec<(Option<u64>, Vec<PendingFlowPoint>)> = Vec::new();
         let mut out = FlowPairing::default();
         let mut end_first = (0, None);
+        // under `Ends::KeepOpen`: per key, the last point an arrow may leave from after its
+        // chain ended
+        let mut ended: FxHashMap<K, PendingFlowPoint> = FxHashMap::default();
+        let mut rebound = (0, None);
         for i in 0..points.len() {
             let Some(p) = points[i].2.take() else {
                 continue; // a start already paired with an end before it
@@ -148,18 +167,32 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
             let id = source_ids[seq as usize];
             match p.role {
                 FlowRole::Start => {
+                    ended.remove(&key);
                     if let Some(prev) = open.insert(key, (id, vec![p])) {
                         chains.push(prev);
                     }
                 }
                 FlowRole::Step => match open.get_mut(&key) {
                     Some((_, chain)) => chain.push(p),
-                    None => note(&mut out.end_without_start, &p.location),
+                    None => match ended.remove(&key) {
+                        Some(from) => {
+                            note(&mut rebound, &p.location);
+                            open.insert(key, (None, vec![from, p]));
+                        }
+                        None => note(&mut out.end_without_start, &p.location),
+                    },
                 },
                 FlowRole::End => match open.remove(&key) {
                     Some((id, mut chain)) => {
+                        if ends == Ends::KeepOpen {
+                            ended.insert(key, chain.last().expect("a chain").clone());
+                        }
                         chain.push(p);
                         chains.push((id, chain));
+                    }
+                    None if ended.contains_key(&key) => {
+                        note(&mut rebound, &p.location);
+                        chains.push((None, vec![ended[&key].clone(), p]));
                     }
                     None => {
                         // its start may follow it in the file at the same time
@@ -185,6 +218,9 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
         let mut rest: Vec<(Option<u64>, Vec<PendingFlowPoint>)> = open.into_values().collect();
         rest.sort_by_key(|(_, c)| (c[0].ts, c[0].track));
         chains.extend(rest);
+        if let Some(at) = rebound.1 {
+            diag.record_n(&kinds::FLOW_END_REUSED, rebound.0, at, None::<String>);
+        }
         if let Some(at) = end_first.1 {
             diag.record_n(
                 &kinds::FLOW_END_FIRST_AT_SAME_TIME,
@@ -316,6 +352,51 @@ mod tests {
         let roles: Vec<_> = r.points.iter().map(|p| p.role).collect();
         assert_eq!(roles, vec![FlowRole::Start, FlowRole::End]);
         assert_eq!(diag.count("flow_end_first_at_same_time"), 1);
+    }
+
+    #[test]
+    fn v2_ends_after_the_end_draw_from_the_last_outgoing_point() {
+        let mut d = Defs::new();
+        let mut diag = Diagnostics::default();
+        let mut p = FlowPairer::default();
+        // out at 1, in+out at 2, in at 3, then two more ins and an in+out and an in
+        for (role, ts) in [
+            (FlowRole::Start, 1),
+            (FlowRole::Step, 2),
+            (FlowRole::End, 3),
+            (FlowRole::End, 4),
+            (FlowRole::Step, 5),
+            (FlowRole::End, 6),
+        ] {
+            p.push("a", pt(role, ts));
+        }
+        p.push("b", pt(FlowRole::End, 7)); // never started: an orphan still
+        let r = p.pair_as(&mut d, &mut diag, Ends::KeepOpen);
+        let seen: Vec<_> = r.points.iter().map(|p| (p.id, p.role, p.ts)).collect();
+        let (a, b, c) = (seen[0].0, seen[3].0, seen[5].0);
+        assert_eq!(
+            seen,
+            vec![
+                (a, FlowRole::Start, 1),
+                (a, FlowRole::Step, 2),
+                (a, FlowRole::End, 3),
+                (b, FlowRole::Start, 2),
+                (b, FlowRole::End, 4),
+                (c, FlowRole::Start, 2),
+                (c, FlowRole::Step, 5),
+                (c, FlowRole::End, 6),
+            ]
+        );
+        assert!(a != b && b != c && a != c);
+        assert_eq!(r.flows, 3);
+        assert_eq!(r.end_without_start.0, 1);
+        assert_eq!(diag.count("flow_end_after_its_flow_ended"), 2);
+        // flow v1 keeps closing at the end
+        let mut p = FlowPairer::default();
+        for (role, ts) in [(FlowRole::Start, 1), (FlowRole::End, 3), (FlowRole::End, 4)] {
+            p.push("a", pt(role, ts));
+        }
+        assert_eq!(p.pair(&mut d, &mut diag).end_without_start.0, 1);
     }
 
     #[test]

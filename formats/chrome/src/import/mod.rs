@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 use serde_json::value::RawValue;
 use tracex_ir::diag::kinds as ir_kinds;
 use tracex_ir::event::{CounterValue, FlowBind, FlowRole, Instant, Sample, Slice};
-use tracex_ir::track::{FlowPairer, PendingFlowPoint, SliceStacks};
+use tracex_ir::track::{Ends, FlowPairer, PendingFlowPoint, SliceStacks};
 use tracex_ir::{
     CounterDef, CounterId, DiagKind, Error, Event, ImportCtx, Location, NamePriority, ProcessId,
     Result, StrId, Track, TrackId, TrackKind, Value,
@@ -817,7 +817,7 @@ impl Importer {
         }
         for pairer in [
             std::mem::take(&mut self.flows_v1).pair(ctx.defs, ctx.diag),
-            std::mem::take(&mut self.flows_v2).pair(ctx.defs, ctx.diag),
+            std::mem::take(&mut self.flows_v2).pair_as(ctx.defs, ctx.diag, Ends::KeepOpen),
         ] {
             let diag = &mut ctx.diag;
             if let Some(at) = pairer.end_without_start.1.clone() {
