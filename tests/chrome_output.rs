@@ -274,6 +274,31 @@ fn nested_async_slices_at_equal_times_end_innermost_first() {
 }
 
 #[test]
+fn an_async_step_at_the_end_of_its_slice_stays_inside_it() {
+    // Fuchsia writes the last `n` of an async slice at the time of its `e`, before it; viewers
+    // nest by file order at equal times, so after the `e` it would be a slice of its own
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "steps.json",
+        r#"{"traceEvents":[
+{"ph":"b","name":"frame","cat":"gfx","id":7,"pid":1,"tid":1,"ts":0},
+{"ph":"n","name":"frame","cat":"gfx","id":7,"pid":1,"tid":1,"ts":4},
+{"ph":"n","name":"frame","cat":"gfx","id":7,"pid":1,"tid":1,"ts":10},
+{"ph":"e","name":"frame","cat":"gfx","id":7,"pid":1,"tid":1,"ts":10},
+{"ph":"b","name":"next","cat":"gfx","id":7,"pid":1,"tid":1,"ts":11},
+{"ph":"e","name":"next","cat":"gfx","id":7,"pid":1,"tid":1,"ts":12}
+]}"#,
+    );
+    let out = convert(&input, &[]);
+    let phases: String = events(&out)
+        .iter()
+        .filter_map(|e| e["ph"].as_str().filter(|p| "bne".contains(p)))
+        .collect();
+    assert_eq!(phases, "bnnebe", "{out}");
+}
+
+#[test]
 fn negative_times_are_shifted_and_shifted_back() {
     let dir = tempfile::tempdir().unwrap();
     for (name, base) in [("neg", "-5.250"), ("neg_big", "-1712195495.047")] {

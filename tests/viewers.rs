@@ -188,11 +188,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
         "object lifetimes (N/O/D) are written as nestable async slices (b/n/e): the IR keeps no object phase",
     ),
     (
-        "fuchsia_trace",
-        "asyncSlices",
-        "nestable async instants (n) that catapult nests under a slice of the input are top-level async slices in the output (not yet understood; see the report of issue 9)",
-    ),
-    (
         "webview",
         "instants",
         "the clock sync marker (c) is written as a global instant",

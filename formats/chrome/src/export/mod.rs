@@ -674,7 +674,14 @@ impl Sink for Exporter {
                 self.shift = Some(shift);
                 self.ev.shift = shift;
             }
-            self.flush_ends(defs, ts);
+            // an instant at the end of an async slice goes before its `e`, inside it, where the
+            // input had it (Fuchsia's nestable `n` steps): viewers nest by file order there
+            let passed = if matches!(event, Event::Instant(_)) {
+                ts - 1
+            } else {
+                ts
+            };
+            self.flush_ends(defs, passed);
             let end = match &event {
                 Event::Slice(s) => s.end_or(ts),
                 _ => ts,
