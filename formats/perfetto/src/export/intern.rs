@@ -214,7 +214,6 @@ impl Interner {
             self.pending.mappings.push(Mapping {
                 iid: Some(iid),
                 path_string_ids: vec![path],
-                ..Default::default()
             });
         }
         iid
@@ -268,7 +267,6 @@ impl Interner {
                 iid: Some(iid),
                 pid: Some(pid),
                 tid: Some(tid),
-                async_id: None,
             });
         }
         iid
@@ -302,7 +300,6 @@ impl Interner {
                     iid: Some(iid),
                     name: Some(name.map_or("samples", |n| defs.str(n)).to_owned()),
                     unit_field: Some(UnitField::Unit(crate::pb::stack_sample::Unit::Count as i32)),
-                    ..Default::default()
                 });
         }
         iid

@@ -103,7 +103,6 @@ impl Exporter {
                         source: Some("tracex".into()),
                         primary_descriptor: None,
                     }),
-                    ..Default::default()
                 })),
                 ..Default::default()
             },
