@@ -217,8 +217,13 @@ impl Flows {
                         role: f.role,
                         point,
                     });
-                } else if let Some(top) = carriers.open.and_then(|o| o.last_mut()) {
-                    // inside a slice that began earlier: on its END
+                } else if let Some(top) = carriers
+                    .open
+                    .and_then(|o| o.last_mut())
+                    .filter(|top| top.ends)
+                {
+                    // inside a slice that began earlier: on its END (a slice left open has
+                    // none, and the point is detached)
                     let point = self.describe(defs, interner, f, names, Some(f.ts));
                     Self::flush_interned(interner, q);
                     match f.role {

@@ -317,6 +317,7 @@ impl Exporter {
             end_event: Box::new(end_event),
             end_extra: x::Extra::default(),
             end_needs_state: false,
+            ends: s.dur.is_some(),
         });
         Ok(())
     }

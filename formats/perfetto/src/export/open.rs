@@ -14,4 +14,7 @@ pub struct Open {
     pub end_event: Box<TrackEvent>,
     pub end_extra: x::Extra,
     pub end_needs_state: bool,
+    /// Whether the slice ends (has a duration), so that its END will be written: flows cannot
+    /// ride on the END of a slice left open.
+    pub ends: bool,
 }
