@@ -1,7 +1,8 @@
 //! Perfetto's trace processor as a test oracle: `../shared/tools/perfetto/query.sh` loads a file
 //! into `trace_processor_shell` (the engine of ui.perfetto.dev) and prints its counts and the
-//! `stats` of what it could not import. Kept in a module of its own so that every test that
-//! asks Perfetto goes through one helper.
+//! `stats` of what it could not import; [`view`] asks `trace_processor_shell` directly for the
+//! counts, stats and track tree the Perfetto tests compare. Kept in a module of its own so that
+//! every test that asks Perfetto goes through it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,24 +48,29 @@ impl Loaded {
     }
 }
 
-/// `query.sh` and the binary it runs, or why they are not there.
-pub fn find() -> Result<PathBuf, String> {
-    let script = crate::common::corpus()
-        .map(|c| c.join("../tools/perfetto/query.sh"))
-        .filter(|s| s.is_file())
-        .ok_or("../shared/tools/perfetto/query.sh is not there")?;
+/// Perfetto's `trace_processor_shell`, when built on this machine
+/// (../shared/tools/perfetto/README.md; it is third-party and never installed by setup).
+pub fn shell() -> Option<PathBuf> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
-    let present = [
+    [
         std::env::var_os("TRACE_PROCESSOR_SHELL").map(PathBuf::from),
         crate::common::tool("trace_processor_shell"),
         Some(home.join(".cache/tracex-tools/trace_processor_shell")),
     ]
     .into_iter()
     .flatten()
-    .any(|p| p.is_file());
-    if !present {
+    .find(|p| p.is_file())
+}
+
+/// `query.sh` (whose binary is [`shell`]), or why it is not there.
+pub fn find() -> Result<PathBuf, String> {
+    let script = crate::common::corpus()
+        .map(|c| c.join("../tools/perfetto/query.sh"))
+        .filter(|s| s.is_file())
+        .ok_or("../shared/tools/perfetto/query.sh is not there")?;
+    if shell().is_none() {
         return Err(
             "Perfetto's trace_processor_shell is not built on this machine (see \
                     ../shared/tools/perfetto/README.md; it is third-party and never installed \
@@ -115,6 +121,77 @@ pub fn parse(text: &str, code: Option<i32>) -> Loaded {
         }
     }
     l
+}
+
+/// trace processor's counts for a trace: `(slices, flows, counter values, instants,
+/// processes, threads)` plus the stats of severity error or data loss, and the track tree.
+#[derive(Debug)]
+pub struct View {
+    pub counts: BTreeMap<String, u64>,
+    pub bad_stats: Vec<String>,
+    pub tree: Vec<String>,
+}
+
+/// The summary trace processor is asked for; each row names what it holds.
+const TP_SQL: &str = "select 'slices' as what, count(*) as n from slice where dur != 0
+union all select 'instants', count(*) from slice where dur = 0
+union all select 'flows', count(*) from flow
+union all select 'counter_values', count(*) from counter c join counter_track t on c.track_id = t.id where t.name not in ('thread_time') and t.type not like '%stack_sample%'
+union all select 'counter_tracks', count(*) from counter_track
+union all select 'tracks', count(*) from track
+union all select 'processes', count(*) from process where pid != 0
+union all select 'threads', count(*) from thread where tid != 0;
+select 'stat', severity, name, value from stats where value > 0 and severity in ('error', 'data_loss');
+select 'tree', p.name || ' > ' || t.name from track t join track p on t.parent_id = p.id where p.parent_id is null and p.name is not null order by 2;
+";
+
+/// What trace processor built from a file, or why it could not load it.
+pub fn try_view(tp: &Path, trace: &Path) -> std::result::Result<View, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let q = dir.path().join("q.sql");
+    std::fs::write(&q, TP_SQL).unwrap();
+    let out = Command::new(tp)
+        .arg("--query-file")
+        .arg(&q)
+        .arg(trace)
+        .output()
+        .expect("run trace_processor_shell");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let mut v = View {
+        counts: BTreeMap::new(),
+        bad_stats: Vec::new(),
+        tree: Vec::new(),
+    };
+    for line in text.lines() {
+        // a tree row holds names, which may hold commas: one cell after the tag
+        if let Some(path) = line.strip_prefix("\"tree\",") {
+            v.tree.push(path.trim_matches('"').to_string());
+            continue;
+        }
+        let cells: Vec<String> = line
+            .split(',')
+            .map(|c| c.trim_matches('"').to_string())
+            .collect();
+        match cells.first().map(String::as_str) {
+            Some("stat") => v.bad_stats.push(cells[1..].join(" ")),
+            Some(k) if cells.len() == 2 => {
+                if let Ok(n) = cells[1].parse() {
+                    v.counts.insert(k.to_string(), n);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(v)
+}
+
+/// [`try_view`], which must succeed.
+pub fn view(tp: &Path, trace: &Path) -> View {
+    try_view(tp, trace)
+        .unwrap_or_else(|e| panic!("trace processor could not load {}: {e}", trace.display()))
 }
 
 #[test]

@@ -1,9 +1,10 @@
-//! Generates the Rust types of the Perfetto schema subset (`proto/perfetto_trace.proto`) and of
-//! tracex's extension (`proto/tracex.proto`) with prost. protox parses the `.proto` files, so no
-//! `protoc` needs to be installed.
+//! Generates the Rust types of the Perfetto messages tracex reads and writes
+//! (`proto/trackevent.proto`, tracex's own declaration of them) and of tracex's extension
+//! (`proto/tracex.proto`) with prost. protox parses the `.proto` files, so no `protoc` needs to
+//! be installed.
 
 fn main() {
-    let files = ["proto/perfetto_trace.proto", "proto/tracex.proto"];
+    let files = ["proto/trackevent.proto", "proto/tracex.proto"];
     for f in files {
         println!("cargo:rerun-if-changed={f}");
     }

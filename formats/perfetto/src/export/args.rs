@@ -2,36 +2,43 @@
 
 use tracex_ir::{Args, Defs, Value};
 
+use super::event::{Annotations, Scalar};
 use super::intern::Interner;
 use crate::pb::debug_annotation::{NameField, Value as DaValue};
 use crate::pb::tracex::{arg, Arg};
 use crate::pb::DebugAnnotation;
 use prost::Message;
 
-/// Each argument as a debug annotation with an interned name; string values interned too.
-/// JSON values (objects, arrays, out-of-range numbers) become nested annotations when that is
-/// exact and smaller, else keep their exact text as `legacy_json_value` (Perfetto expands both
-/// into nested arguments); a null is the JSON text `null`.
-pub fn annotations(defs: &Defs, interner: &mut Interner, args: &Args) -> Vec<DebugAnnotation> {
-    args.iter()
-        .map(|a| {
-            let name = Some(NameField::NameIid(interner.key(defs, a.key)));
-            let value = match &a.value {
-                Value::Null => DaValue::LegacyJsonValue("null".into()),
-                Value::Bool(b) => DaValue::BoolValue(*b),
-                Value::Int(i) => DaValue::IntValue(*i),
-                Value::UInt(u) => DaValue::UintValue(*u),
-                Value::Float(f) => DaValue::DoubleValue(*f),
-                Value::Str(s) => string(interner, s),
-                Value::Json(j) => return interner.json(j, name, json),
-            };
-            DebugAnnotation {
-                name_field: name,
-                value: Some(value),
-                ..Default::default()
+/// Each argument as a debug annotation with an interned name, encoded (see [`Annotations`]);
+/// string values interned too. JSON values (objects, arrays, out-of-range numbers) become
+/// nested annotations when that is exact and smaller, else keep their exact text as
+/// `legacy_json_value` (Perfetto expands both into nested arguments); a null is the JSON text
+/// `null`.
+pub fn annotations(defs: &Defs, interner: &mut Interner, args: &Args) -> Vec<u8> {
+    if args.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Annotations::with_capacity(args.len());
+    for a in args.iter() {
+        let name = interner.key(defs, a.key);
+        let value = match &a.value {
+            Value::Null => Scalar::Json("null"),
+            Value::Bool(b) => Scalar::Bool(*b),
+            Value::Int(i) => Scalar::Int(*i),
+            Value::UInt(u) => Scalar::UInt(*u),
+            Value::Float(f) => Scalar::Double(*f),
+            Value::Str(s) => match interner.value(s) {
+                Some(iid) => Scalar::StrIid(iid),
+                None => Scalar::Str(s),
+            },
+            Value::Json(j) => {
+                interner.json(j, json, |body| out.encoded(name, body));
+                continue;
             }
-        })
-        .collect()
+        };
+        out.scalar(name, value);
+    }
+    out.buf
 }
 
 fn string(interner: &mut Interner, s: &str) -> DaValue {
@@ -41,17 +48,16 @@ fn string(interner: &mut Interner, s: &str) -> DaValue {
     }
 }
 
-/// A JSON argument: nested annotations if they give back exactly this text (compact, keys in
-/// order, no empty object or array, which nested annotations cannot tell from a null) and are
-/// smaller, else the text.
-pub fn json(interner: &mut Interner, name: Option<NameField>, text: &str) -> DebugAnnotation {
+/// A JSON argument, encoded without its name: nested annotations if they give back exactly
+/// this text (compact, keys in order, no empty object or array, which nested annotations cannot
+/// tell from a null) and are smaller, else the text.
+pub fn json(interner: &mut Interner, text: &str) -> Vec<u8> {
     let legacy = DebugAnnotation {
-        name_field: name.clone(),
         value: Some(DaValue::LegacyJsonValue(text.to_owned())),
         ..Default::default()
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
-        return legacy;
+        return legacy.encode_to_vec();
     };
     if !matches!(
         v,
@@ -59,16 +65,13 @@ pub fn json(interner: &mut Interner, name: Option<NameField>, text: &str) -> Deb
     ) || !nestable(&v)
         || serde_json::to_string(&v).ok().as_deref() != Some(text)
     {
-        return legacy;
+        return legacy.encode_to_vec();
     }
-    let native = DebugAnnotation {
-        name_field: name,
-        ..nested(interner, &v)
-    };
+    let native = nested(interner, &v);
     if native.encoded_len() < legacy.encoded_len() {
-        native
+        native.encode_to_vec()
     } else {
-        legacy
+        legacy.encode_to_vec()
     }
 }
 

@@ -21,14 +21,14 @@ use tracex_ir::{
     Defs, Diagnostics, FlowBind, FlowId, FlowPoint, FlowRole, Location, StrId, TrackId,
 };
 
+use super::event::{Packet, TrackEvent};
 use super::intern::Interner;
 use super::open::Open;
 use super::queue::{Queue, NEEDS_STATE};
 use crate::diag as d;
-use crate::pb::trace_packet::Data;
 use crate::pb::tracex::{self as x, flow_point::Role};
 use crate::pb::track_event::LegacyEvent;
-use crate::pb::{TracePacket, TrackEvent};
+use crate::pb::TracePacket;
 
 /// The slices a point on one track may bind to.
 pub struct Carriers<'a> {
@@ -76,11 +76,8 @@ fn role(r: FlowRole) -> Role {
     }
 }
 
-fn event_mut(p: &mut TracePacket) -> Option<&mut TrackEvent> {
-    match &mut p.data {
-        Some(Data::TrackEvent(e)) => Some(e),
-        _ => None,
-    }
+fn event_mut(p: &mut Packet) -> Option<&mut TrackEvent> {
+    p.event.as_mut()
 }
 
 impl Flows {
@@ -195,7 +192,7 @@ impl Flows {
                     let interned = interner.take();
                     let p = q.get_mut(n).expect("queued");
                     if let Some(data) = interned {
-                        super::intern::merge(&mut p.interned_data, data);
+                        super::intern::merge(&mut p.pb.interned_data, data);
                     }
                     let ev = event_mut(p).expect("a BEGIN");
                     match f.role {
@@ -203,7 +200,7 @@ impl Flows {
                         _ => ev.flow_ids.push(f.id.0),
                     }
                     if Self::worth(&point) {
-                        p.tracex
+                        p.pb.tracex
                             .get_or_insert_with(Default::default)
                             .flows
                             .push(point);
@@ -217,8 +214,13 @@ impl Flows {
                         role: f.role,
                         point,
                     });
-                } else if let Some(top) = carriers.open.and_then(|o| o.last_mut()) {
-                    // inside a slice that began earlier: on its END
+                } else if let Some(top) = carriers
+                    .open
+                    .and_then(|o| o.last_mut())
+                    .filter(|top| top.ends)
+                {
+                    // inside a slice that began earlier: on its END (a slice left open has
+                    // none, and the point is detached)
                     let point = self.describe(defs, interner, f, names, Some(f.ts));
                     Self::flush_interned(interner, q);
                     match f.role {
@@ -255,14 +257,8 @@ impl Flows {
                 };
                 let ev = TrackEvent {
                     track_uuid: Some(track),
-                    name_field: f.name.map(|n| {
-                        crate::pb::track_event::NameField::NameIid(interner.name(defs, n))
-                    }),
-                    category_iids: f
-                        .cat
-                        .map(|c| interner.category(defs, c))
-                        .into_iter()
-                        .collect(),
+                    name_iid: f.name.map(|n| interner.name(defs, n)),
+                    category_iid: f.cat.map(|c| interner.category(defs, c)),
                     legacy_event: Some(Box::new(LegacyEvent {
                         phase: Some(phase as i32),
                         id: Some(crate::pb::track_event::legacy_event::Id::UnscopedId(f.id.0)),
@@ -282,18 +278,20 @@ impl Flows {
                 };
                 q.push(
                     Some(t),
-                    TracePacket {
-                        data: Some(Data::TrackEvent(Box::new(ev))),
-                        interned_data: interner.take(),
-                        sequence_flags: Some(NEEDS_STATE),
-                        tracex: point.next.map(|_| {
-                            Box::new(x::Extra {
-                                flows: vec![point],
-                                ..Default::default()
-                            })
-                        }),
-                        ..Default::default()
-                    },
+                    Packet::event(
+                        ev,
+                        TracePacket {
+                            interned_data: interner.take(),
+                            sequence_flags: Some(NEEDS_STATE),
+                            tracex: point.next.map(|_| {
+                                Box::new(x::Extra {
+                                    flows: vec![point],
+                                    ..Default::default()
+                                })
+                            }),
+                            ..Default::default()
+                        },
+                    ),
                 );
             }
             Native::Detached => self.detached(defs, diag, interner, q, f, names, track, t, event),
@@ -356,7 +354,7 @@ impl Flows {
                 FlowRole::End => ev.terminating_flow_ids.push(w.id),
                 _ => ev.flow_ids.push(w.id),
             }
-            p.tracex
+            p.pb.tracex
                 .get_or_insert_with(Default::default)
                 .flows
                 .push(w.point);

@@ -62,7 +62,8 @@ pub struct Interner {
     /// Argument string values (kernel names repeat on every kernel), up to a bound.
     values: FxHashMap<Box<str>, u64>,
     /// JSON argument texts already encoded (grid sizes repeat), up to a bound.
-    json: FxHashMap<Box<str>, crate::pb::DebugAnnotation>,
+    /// JSON argument text → its annotation encoded without its name (see [`Interner::json`]).
+    json: FxHashMap<Box<str>, Vec<u8>>,
     pending: InternedData,
     pending_any: bool,
 }
@@ -163,28 +164,23 @@ impl Interner {
         Some(iid)
     }
 
-    /// The annotation of a JSON argument, `encode`d once per distinct text (up to a bound).
+    /// The annotation of a JSON argument, `encode`d once per distinct text (up to a bound), as
+    /// the bytes of its fields but the name, handed to `put`: repeated texts are copied, not
+    /// rebuilt.
     pub fn json(
         &mut self,
         text: &str,
-        name: Option<crate::pb::debug_annotation::NameField>,
-        encode: fn(
-            &mut Self,
-            Option<crate::pb::debug_annotation::NameField>,
-            &str,
-        ) -> crate::pb::DebugAnnotation,
-    ) -> crate::pb::DebugAnnotation {
-        if let Some(a) = self.json.get(text) {
-            return crate::pb::DebugAnnotation {
-                name_field: name,
-                ..a.clone()
-            };
+        encode: fn(&mut Self, &str) -> Vec<u8>,
+        put: impl FnOnce(&[u8]),
+    ) {
+        if let Some(body) = self.json.get(text) {
+            return put(body);
         }
-        let a = encode(self, name, text);
+        let body = encode(self, text);
+        put(&body);
         if self.json.len() < MAX_JSON {
-            self.json.insert(text.into(), a.clone());
+            self.json.insert(text.into(), body);
         }
-        a
     }
 
     fn function(&mut self, defs: &Defs, s: StrId) -> u64 {
@@ -214,7 +210,6 @@ impl Interner {
             self.pending.mappings.push(Mapping {
                 iid: Some(iid),
                 path_string_ids: vec![path],
-                ..Default::default()
             });
         }
         iid
@@ -268,7 +263,6 @@ impl Interner {
                 iid: Some(iid),
                 pid: Some(pid),
                 tid: Some(tid),
-                async_id: None,
             });
         }
         iid
@@ -302,7 +296,6 @@ impl Interner {
                     iid: Some(iid),
                     name: Some(name.map_or("samples", |n| defs.str(n)).to_owned()),
                     unit_field: Some(UnitField::Unit(crate::pb::stack_sample::Unit::Count as i32)),
-                    ..Default::default()
                 });
         }
         iid

@@ -12,6 +12,7 @@
 //! CLI's sorter and overlap router provide.
 
 mod args;
+mod event;
 mod flows;
 mod intern;
 mod open;
@@ -33,7 +34,8 @@ use crate::options::ExportOptions;
 use crate::pb::clock_snapshot::Clock;
 use crate::pb::trace_packet::Data;
 use crate::pb::track_event::{CounterValueField, Type};
-use crate::pb::{self, tracex as x, BuiltinClock, TracePacket, TrackEvent};
+use crate::pb::{self, tracex as x, BuiltinClock, TracePacket};
+use event::{Packet, TrackEvent};
 use flows::Flows;
 use intern::Interner;
 use open::Open;
@@ -103,7 +105,6 @@ impl Exporter {
                         source: Some("tracex".into()),
                         primary_descriptor: None,
                     }),
-                    ..Default::default()
                 })),
                 ..Default::default()
             },
@@ -189,23 +190,23 @@ impl Exporter {
         let Some(stack) = self.open.get_mut(&track) else {
             return;
         };
+        // an emptied stack stays: the track's next slice reuses its allocation
         let Some(o) = stack.pop() else {
             return;
         };
-        if stack.is_empty() {
-            self.open.remove(&track);
-        }
         let _ = defs;
-        let mut ev = *o.end_event;
+        let mut ev = o.end_event;
         ev.r#type = Some(Type::SliceEnd as i32);
         self.q.push(
             Some(end),
-            TracePacket {
-                data: Some(Data::TrackEvent(Box::new(ev))),
-                sequence_flags: o.end_needs_state.then_some(NEEDS_STATE),
-                tracex: (o.end_extra != x::Extra::default()).then(|| Box::new(o.end_extra)),
-                ..Default::default()
-            },
+            Packet::event(
+                ev,
+                TracePacket {
+                    sequence_flags: o.end_needs_state.then_some(NEEDS_STATE),
+                    tracex: (o.end_extra != x::Extra::default()).then(|| Box::new(o.end_extra)),
+                    ..Default::default()
+                },
+            ),
         );
     }
 
@@ -226,19 +227,30 @@ impl Exporter {
     ) -> TrackEvent {
         TrackEvent {
             track_uuid: self.track_field(track),
-            name_field: Some(pb::track_event::NameField::NameIid(
-                self.interner.name(defs, name),
-            )),
-            category_iids: cat
-                .map(|c| self.interner.category(defs, c))
-                .into_iter()
-                .collect(),
-            debug_annotations: args::annotations(defs, &mut self.interner, args),
-            callstack_field: stack.map(|s| {
-                pb::track_event::CallstackField::CallstackIid(self.interner.callstack(defs, s))
-            }),
+            name_iid: Some(self.interner.name(defs, name)),
+            category_iid: cat.map(|c| self.interner.category(defs, c)),
+            annotations: args::annotations(defs, &mut self.interner, args),
+            callstack_iid: stack.map(|s| self.interner.callstack(defs, s)),
             ..Default::default()
         }
+    }
+
+    /// Queues a slice BEGIN or an instant at time `t` with the interned data it brought and
+    /// tracex's extra fields; returns its packet number.
+    fn push_event(&mut self, t: i64, ev: TrackEvent, extra: x::Extra) -> u64 {
+        let interned = self.interner.take();
+        self.q.push(
+            Some(t),
+            Packet::event(
+                ev,
+                TracePacket {
+                    interned_data: interned,
+                    sequence_flags: Some(NEEDS_STATE),
+                    tracex: (extra != x::Extra::default()).then(|| Box::new(extra)),
+                    ..Default::default()
+                },
+            ),
+        )
     }
 
     /// The thread-time counter of `track` when slices there can carry one natively (tracks of
@@ -273,11 +285,9 @@ impl Exporter {
         };
         match (s.thread_ts, self.thread_time_track(defs, s.track)) {
             (Some(tts), Some(tt)) => {
-                ev.extra_counter_track_uuids = vec![tt];
-                ev.extra_counter_values = vec![tts];
+                ev.extra_counter = Some((tt, tts));
                 if let (Some(td), Some(_)) = (s.thread_dur, s.dur) {
-                    end_event.extra_counter_track_uuids = vec![tt];
-                    end_event.extra_counter_values = vec![tts + td];
+                    end_event.extra_counter = Some((tt, tts + td));
                 }
                 if s.thread_dur.is_some() && s.dur.is_none() {
                     extra.thread_dur = s.thread_dur;
@@ -288,17 +298,7 @@ impl Exporter {
                 extra.thread_dur = s.thread_dur;
             }
         }
-        let interned = self.interner.take();
-        let n = self.q.push(
-            Some(t),
-            TracePacket {
-                data: Some(Data::TrackEvent(Box::new(ev))),
-                interned_data: interned,
-                sequence_flags: Some(NEEDS_STATE),
-                tracex: (extra != x::Extra::default()).then(|| Box::new(extra)),
-                ..Default::default()
-            },
-        );
+        let n = self.push_event(t, ev, extra);
         match self.first_begin.get(&s.track) {
             Some(&(at, _)) if at == t => {}
             _ => {
@@ -315,9 +315,10 @@ impl Exporter {
         self.open.entry(s.track).or_default().push(Open {
             begin: t,
             begin_packet: n,
-            end_event: Box::new(end_event),
+            end_event,
             end_extra: x::Extra::default(),
             end_needs_state: false,
+            ends: s.dur.is_some(),
         });
         Ok(())
     }
@@ -332,17 +333,7 @@ impl Exporter {
             color: i.color.map(|c| defs.str(c).to_owned()),
             ..Default::default()
         };
-        let interned = self.interner.take();
-        self.q.push(
-            Some(t),
-            TracePacket {
-                data: Some(Data::TrackEvent(Box::new(ev))),
-                interned_data: interned,
-                sequence_flags: Some(NEEDS_STATE),
-                tracex: (extra != x::Extra::default()).then(|| Box::new(extra)),
-                ..Default::default()
-            },
-        );
+        self.push_event(t, ev, extra);
         Ok(())
     }
 
@@ -358,19 +349,14 @@ impl Exporter {
         let ev = TrackEvent {
             r#type: Some(Type::Counter as i32),
             track_uuid: Some(k),
-            counter_value_field: Some(match c.value {
+            counter: Some(match c.value {
                 Num::Int(v) => CounterValueField::CounterValue(v),
                 Num::Float(v) => CounterValueField::DoubleCounterValue(v),
             }),
             ..Default::default()
         };
-        self.q.push(
-            Some(t),
-            TracePacket {
-                data: Some(Data::TrackEvent(Box::new(ev))),
-                ..Default::default()
-            },
-        );
+        self.q
+            .push(Some(t), Packet::event(ev, TracePacket::default()));
         Ok(())
     }
 

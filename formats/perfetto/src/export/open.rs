@@ -1,8 +1,8 @@
 //! The slices whose end is not written yet: the exporter holds one stack of them per track, and
 //! flows bound after a BEGIN was written ride on the END.
 
+use super::event::TrackEvent;
 use crate::pb::tracex as x;
-use crate::pb::TrackEvent;
 
 /// A slice whose end is not written yet.
 pub struct Open {
@@ -11,7 +11,10 @@ pub struct Open {
     pub begin_packet: u64,
     /// What the END packet carries: flows bound to the slice after its begin was written,
     /// and the thread time at the end.
-    pub end_event: Box<TrackEvent>,
+    pub end_event: TrackEvent,
     pub end_extra: x::Extra,
     pub end_needs_state: bool,
+    /// Whether the slice ends (has a duration), so that its END will be written: flows cannot
+    /// ride on the END of a slice left open.
+    pub ends: bool,
 }

@@ -1,20 +1,18 @@
-//! Packets on their way out: built as prost structs, held in a short queue while flow points may
+//! Packets on their way out: built as [`Packet`]s, held in a short queue while flow points may
 //! still be attached to them (the events of the current timestamp), then encoded in order onto
 //! the one packet sequence tracex writes, with timestamps as deltas on an incremental clock.
-//! Encoding and writing run on threads of their own ([`Encoder`]); the exporter's thread only
-//! builds packets.
+//! Packets are encoded on the exporter's thread; the bytes are written on a thread of their own
+//! ([`Encoder`]).
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
-use std::sync::mpsc::{sync_channel, SyncSender};
-use std::thread::JoinHandle;
 
 use flate2::write::GzEncoder;
 use tracex_ir::io::{BackgroundWriter, OutFile, OutputTarget};
 
+use super::event::Packet;
 use crate::pb::trace_packet::{OptionalTrustedPacketSequenceId, SequenceFlags};
-use crate::pb::{BuiltinClock, TracePacket};
-use crate::wire::put_packet;
+use crate::pb::BuiltinClock;
 
 /// The sequence every packet tracex writes belongs to.
 pub const SEQUENCE: u32 = 1;
@@ -52,95 +50,58 @@ impl Write for Target {
 pub struct Queued {
     pub ts: Option<i64>,
     pub absolute: bool,
-    /// Boxed: a packet is a large struct, and the queue moves its entries.
-    pub packet: Box<TracePacket>,
+    /// Held inline: moving a packet costs less than allocating and freeing a box for it (on
+    /// two threads).
+    pub packet: Packet,
 }
 
-/// Packets per batch handed to the encoder thread.
-const BATCH: usize = 1024;
+/// Encoded bytes handed to the writer at a time.
+const CHUNK: usize = 1 << 20;
 
-/// Encodes packets (prost) and writes them on a thread of its own, fed batches of finished
-/// packets: encoding was a third of the exporter thread's time on the nsys benchmark (perf),
-/// and that thread is the conversion's critical path. Dropped unfinished (a failed
-/// conversion), it waits for the thread, whose output is dropped uncommitted.
-// the packets come boxed from the queue; unboxing them would copy each large struct
-#[allow(clippy::vec_box)]
+/// Encodes packets ([`Packet::put`]) into a buffer on the exporter's thread and hands the bytes
+/// to a [`BackgroundWriter`], which writes (and compresses) them on a thread of its own. With
+/// track events encoded by hand, encoding costs less than handing each packet to another
+/// thread did (moving it, then freeing it there). Dropped unfinished (a failed conversion), the
+/// writer waits for its thread, and its output is dropped uncommitted.
 struct Encoder {
-    batch: Vec<Box<TracePacket>>,
-    tx: Option<SyncSender<Vec<Box<TracePacket>>>>,
-    handle: Option<JoinHandle<io::Result<(Target, u64)>>>,
+    buf: Vec<u8>,
+    out: Option<BackgroundWriter<Target>>,
+    bytes: u64,
 }
 
 impl Encoder {
     fn new(target: Target) -> Encoder {
-        let (tx, rx) = sync_channel::<Vec<Box<TracePacket>>>(8);
-        let handle = std::thread::spawn(move || {
-            let mut out = BackgroundWriter::new(target);
-            let mut buf = Vec::with_capacity(1 << 20);
-            let mut bytes = 0u64;
-            for batch in rx {
-                for p in batch {
-                    put_packet(&mut buf, &p);
-                }
-                if buf.len() >= 1 << 20 {
-                    out.write_all(&buf)?;
-                    bytes += buf.len() as u64;
-                    buf.clear();
-                }
-            }
-            out.write_all(&buf)?;
-            bytes += buf.len() as u64;
-            Ok((out.finish()?, bytes))
-        });
         Encoder {
-            batch: Vec::with_capacity(BATCH),
-            tx: Some(tx),
-            handle: Some(handle),
+            buf: Vec::with_capacity(CHUNK + (CHUNK >> 2)),
+            out: Some(BackgroundWriter::new(target)),
+            bytes: 0,
         }
     }
 
-    fn push(&mut self, p: Box<TracePacket>) -> io::Result<()> {
-        self.batch.push(p);
-        if self.batch.len() >= BATCH {
-            self.send()?;
+    fn push(&mut self, p: &Packet) -> io::Result<()> {
+        p.put(&mut self.buf);
+        if self.buf.len() >= CHUNK {
+            self.flush()?;
         }
         Ok(())
     }
 
-    fn send(&mut self) -> io::Result<()> {
-        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
-        if !sent {
-            // the thread stopped on an error: report it
-            self.join()?;
-            return Err(io::Error::other("the encoder thread stopped"));
-        }
+    fn flush(&mut self) -> io::Result<()> {
+        let out = self
+            .out
+            .as_mut()
+            .ok_or_else(|| io::Error::other("encoder already finished"))?;
+        out.write_all(&self.buf)?;
+        self.bytes += self.buf.len() as u64;
+        self.buf.clear();
         Ok(())
-    }
-
-    fn join(&mut self) -> io::Result<(Target, u64)> {
-        self.tx = None;
-        match self.handle.take() {
-            Some(h) => h
-                .join()
-                .map_err(|_| io::Error::other("the encoder thread panicked"))?,
-            None => Err(io::Error::other("encoder already finished")),
-        }
     }
 
     /// Everything encoded and written: the output, to be completed, and its length.
     fn finish(&mut self) -> io::Result<(Target, u64)> {
-        self.send()?;
-        self.join()
-    }
-}
-
-impl Drop for Encoder {
-    fn drop(&mut self) {
-        self.tx = None;
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
+        self.flush()?;
+        let out = self.out.take().expect("flushed");
+        Ok((out.finish()?, self.bytes))
     }
 }
 
@@ -175,28 +136,28 @@ impl Queue {
     }
 
     /// Appends a packet; returns its number (valid for [`Queue::get_mut`] until it is encoded).
-    pub fn push(&mut self, ts: Option<i64>, packet: TracePacket) -> u64 {
+    pub fn push(&mut self, ts: Option<i64>, packet: impl Into<Packet>) -> u64 {
         self.items.push_back(Queued {
             ts,
             absolute: false,
-            packet: Box::new(packet),
+            packet: packet.into(),
         });
         self.encoded + self.items.len() as u64 - 1
     }
 
     /// Appends a packet whose time is written absolute on BOOTTIME.
-    pub fn push_absolute(&mut self, ts: i64, packet: TracePacket) {
+    pub fn push_absolute(&mut self, ts: i64, packet: impl Into<Packet>) {
         self.items.push_back(Queued {
             ts: Some(ts),
             absolute: true,
-            packet: Box::new(packet),
+            packet: packet.into(),
         });
     }
 
     /// The packet numbered `n`, if it is still queued.
-    pub fn get_mut(&mut self, n: u64) -> Option<&mut TracePacket> {
+    pub fn get_mut(&mut self, n: u64) -> Option<&mut Packet> {
         let i = n.checked_sub(self.encoded)?;
-        self.items.get_mut(i as usize).map(|q| &mut *q.packet)
+        self.items.get_mut(i as usize).map(|q| &mut q.packet)
     }
 
     pub fn len(&self) -> usize {
@@ -217,22 +178,23 @@ impl Queue {
                 mut packet,
             } = self.items.pop_front().expect("counted");
             self.encoded += 1;
-            packet.optional_trusted_packet_sequence_id = Some(
+            let pb = &mut packet.pb;
+            pb.optional_trusted_packet_sequence_id = Some(
                 OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(SEQUENCE),
             );
             if let Some(t) = ts {
                 match self.last_ts {
                     Some(last) if !absolute && t >= last => {
-                        packet.timestamp = Some((t - last) as u64);
+                        pb.timestamp = Some((t - last) as u64);
                         self.last_ts = Some(t);
                     }
                     _ => {
-                        packet.timestamp = Some(t.max(0) as u64);
-                        packet.timestamp_clock_id = Some(ABSOLUTE_CLOCK);
+                        pb.timestamp = Some(t.max(0) as u64);
+                        pb.timestamp_clock_id = Some(ABSOLUTE_CLOCK);
                     }
                 }
             }
-            self.out.push(packet)?;
+            self.out.push(&packet)?;
         }
         Ok(())
     }

@@ -88,23 +88,57 @@ fn role(r: Option<i32>) -> Option<FlowRole> {
     }
 }
 
-/// The name of a packet's payload kind (for the tally of what was skipped).
-fn kind_name(data: &Data) -> String {
-    let debug = format!("{data:?}");
-    let variant = debug.split('(').next().unwrap_or("unknown");
-    // CamelCase variant → the proto field's snake_case name
-    let mut out = String::new();
-    for (i, c) in variant.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
+/// Names of the packet payloads tracex skips, by `TracePacket` field number, for the tally of
+/// what was skipped (the schema in `proto/` declares only what tracex maps; others are named
+/// "field N").
+const SKIPPED_KINDS: &[(u32, &str)] = &[
+    (1, "ftrace_events"),
+    (2, "process_tree"),
+    (4, "inode_file_map"),
+    (7, "sys_stats"),
+    (9, "process_stats"),
+    (33, "trace_config"),
+    (34, "ftrace_stats"),
+    (35, "trace_stats"),
+    (36, "synchronization_marker"),
+    (37, "profile_packet"),
+    (38, "battery"),
+    (39, "android_log"),
+    (40, "power_rails"),
+    (45, "system_info"),
+    (46, "trigger"),
+    (47, "packages_list"),
+    (48, "chrome_benchmark_metadata"),
+    (49, "perfetto_metatrace"),
+    (51, "chrome_metadata"),
+    (52, "gpu_counter_event"),
+    (53, "gpu_render_stage_event"),
+    (57, "graphics_frame_event"),
+    (61, "module_symbols"),
+    (62, "vulkan_memory_event"),
+    (63, "gpu_log"),
+    (65, "vulkan_api_event"),
+    (67, "cpu_info"),
+    (68, "smaps_packet"),
+    (69, "service_event"),
+    (71, "gpu_mem_total_event"),
+    (72, "extension_descriptor"),
+    (74, "streaming_allocation"),
+    (75, "streaming_free"),
+    (84, "statsd_atom"),
+    (89, "trace_uuid"),
+    (91, "entity_state_residency"),
+    (95, "etw_events"),
+    (124, "trace_provenance"),
+    (125, "protovms"),
+];
+
+/// The name of a skipped packet payload field.
+fn kind_name(field: u32) -> String {
+    match SKIPPED_KINDS.iter().find(|(f, _)| *f == field) {
+        Some((_, name)) => (*name).to_owned(),
+        None => format!("field {field}"),
     }
-    out
 }
 
 impl State {
@@ -283,22 +317,19 @@ impl State {
                 ctx.diag.record(&d::IMPORT_ZSTD, Location::Byte(at));
                 Ok(())
             }
-            Some(other) => {
-                let name = kind_name(&other);
-                if BOOKKEEPING.contains(&name.as_str()) {
-                    self.bookkeeping.add(name, Location::Byte(at));
-                } else {
-                    self.unmapped.add(name, Location::Byte(at));
-                }
-                Ok(())
-            }
+            // clock snapshots were read above; deflated packets expanded by the reader
+            Some(Data::ClockSnapshot(_)) | Some(Data::CompressedPackets(_)) => Ok(()),
             None => {
                 if let Some(x) = tracex {
                     self.detached_flows(ctx, seq, ts, &x);
                 }
                 for field in unknown {
-                    self.unmapped
-                        .add(format!("field {field}"), Location::Byte(at));
+                    let name = kind_name(field);
+                    if BOOKKEEPING.contains(&name.as_str()) {
+                        self.bookkeeping.add(name, Location::Byte(at));
+                    } else {
+                        self.unmapped.add(name, Location::Byte(at));
+                    }
                 }
                 Ok(())
             }
