@@ -102,10 +102,13 @@ for s in "${sections[@]}"; do
     nsys)
       # 1M kernels, 1M runtime calls, 100k NVTX ranges; and a quarter of that, to show that
       # memory does not grow with the number of rows
+      # rows thread after thread (--unsorted), and shuffled with 44k partially overlapping kernels
       f=$out/nsys-1m.sqlite q=$out/nsys-250k.sqlite u=$out/nsys-1m-unsorted.sqlite
+      sh=$out/nsys-1m-shuffled.sqlite
       [ -f "$f" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --out "$f"
       [ -f "$q" ] || "$gen" nsys --kernels 250000 --nvtx 25000 --out "$q"
       [ -f "$u" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --unsorted --out "$u"
+      [ -f "$sh" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --shuffle --overlap 44000 --out "$sh"
       echo "== nsys: $(size "$f") bytes, 1M kernels + 1M runtime calls + 100k NVTX ranges"
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
       measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
@@ -128,6 +131,18 @@ for s in "${sections[@]}"; do
       if [ -n "${TRACEX_PEER_NSYS2JSON:-}" ]; then
         versus "nsys2json.py" "$(size "$u")" python3 "$TRACEX_PEER_NSYS2JSON" -f "$u" \
           -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
+      fi
+      measure "import only, rows shuffled, 44k overlaps" "$(size "$sh")" "$bin" -q info "$sh"
+      measure "nsys 1M shuffled -> chrome json" "$(size "$sh")" \
+        "$bin" -q convert -f "$sh" "$out/nsys-1m.json"
+      if [ -n "${TRACEX_PEER_NSYS2JSON:-}" ]; then
+        versus "nsys2json.py" "$(size "$sh")" python3 "$TRACEX_PEER_NSYS2JSON" -f "$sh" \
+          -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
+      fi
+      measure "nsys 1M shuffled -> chrome json.gz" "$(size "$sh")" \
+        "$bin" -q convert -f "$sh" "$out/nsys-1m.json.gz"
+      if [ -n "${TRACEX_PEER_NSYS_CHROME:-}" ]; then
+        versus "nsys-chrome" "$(size "$sh")" "$TRACEX_PEER_NSYS_CHROME" "$sh" -o "$out/nsys-1m.peer.json.gz"
       fi
       ;;
     perfetto)

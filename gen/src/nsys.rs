@@ -2,7 +2,9 @@
 //! sqlite` file of nsys 2024.x): threads of two processes push NVTX ranges, each enclosing
 //! `cudaLaunchKernel` calls whose kernels run on per-thread streams of one GPU per process.
 //! Rows are written in start order, as real exports store them; `--unsorted` writes them thread
-//! after thread instead (close to, not in, start order), which makes tracex sort them.
+//! after thread instead (close to, not in, start order), `--shuffle` in a random order; both
+//! make tracex sort them. `--overlap N` makes N kernels start before the previous kernel of
+//! their stream ends (partial overlaps, which the importer must keep on separate lanes).
 
 use rusqlite::{params, Connection};
 
@@ -15,8 +17,14 @@ pub struct Args {
     #[arg(long, default_value_t = 100_000)]
     nvtx: u64,
     /// Write rows thread by thread instead of in start order
-    #[arg(long)]
+    #[arg(long, conflicts_with = "shuffle")]
     unsorted: bool,
+    /// Write rows in a random (deterministic) order
+    #[arg(long)]
+    shuffle: bool,
+    /// Number of kernels that start before the previous kernel of their stream has ended
+    #[arg(long, default_value_t = 0)]
+    overlap: u64,
     /// Multiply kernel durations by this (a series of runs with a varying batch size)
     #[arg(long, default_value_t = 1.0)]
     kernel_scale: f64,
@@ -33,15 +41,24 @@ impl Rows {
         self.0.push((start, end, values));
     }
 
-    /// Writes the rows with `sql`, in start order (longer first) unless `unsorted`.
+    /// Writes the rows with `sql` in `order`.
     fn write(
         mut self,
         tx: &rusqlite::Transaction,
         sql: &str,
-        unsorted: bool,
+        order: Order,
     ) -> rusqlite::Result<()> {
-        if !unsorted {
-            self.0.sort_by_key(|(s, e, _)| (*s, std::cmp::Reverse(*e)));
+        match order {
+            Order::Time => self.0.sort_by_key(|(s, e, _)| (*s, std::cmp::Reverse(*e))),
+            Order::Threads => {}
+            Order::Shuffled(seed) => {
+                // Fisher-Yates with the file's own generator: the same file for the same arguments
+                let mut rng = Lcg(seed);
+                for i in (1..self.0.len()).rev() {
+                    let j = rng.next(i as u64 + 1) as usize;
+                    self.0.swap(i, j);
+                }
+            }
         }
         let mut stmt = tx.prepare(sql)?;
         for (_, _, v) in self.0 {
@@ -80,6 +97,17 @@ CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER
   int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER,
   floatValue REAL, jsonTextId INTEGER, jsonText TEXT);
 ";
+
+/// The order rows are written in.
+#[derive(Clone, Copy)]
+enum Order {
+    /// Start order, longer first at equal starts (as nsys writes them).
+    Time,
+    /// Thread after thread, each in time order (as generated).
+    Threads,
+    /// Randomly, from this seed.
+    Shuffled(u64),
+}
 
 /// A small deterministic generator (64-bit LCG), so the same arguments give the same file.
 struct Lcg(u64);
@@ -177,6 +205,13 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     let mut corr = vec![1i64; PIDS.len()];
     let mut kernels = 0u64;
     let mut ranges = 0u64;
+    // every `overlap_every`-th kernel overlaps the previous one of its stream
+    let overlap_every = match a.overlap {
+        0 => u64::MAX,
+        n => (a.kernels / n).max(1),
+    };
+    let mut overlapped = 0u64;
+    let mut last_kstart = vec![i64::MIN; threads.len()];
     let (mut api, mut ker, mut nvtx) = (Rows(Vec::new()), Rows(Vec::new()), Rows(Vec::new()));
     {
         use rusqlite::types::Value as V;
@@ -209,9 +244,20 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                         ],
                     );
                     let stream = 7 + 6 * (ti as i64 % 2);
-                    let kstart = (t + dur + 2_000).max(stream_free[ti]);
+                    let mut kstart = (t + dur + 2_000).max(stream_free[ti]);
                     let kdur = ((4_000 + rng.next(16_000)) as f64 * a.kernel_scale) as i64;
-                    stream_free[ti] = kstart + kdur;
+                    if overlapped < a.overlap && kernels % overlap_every == overlap_every - 1 {
+                        // start inside the previous kernel and end after it: a partial overlap,
+                        // still after the launch returned
+                        let prev_dur = stream_free[ti] - last_kstart[ti];
+                        let by = (kdur / 2).min(prev_dur / 2);
+                        if by > 0 && stream_free[ti] - by > t + dur {
+                            kstart = stream_free[ti] - by;
+                            overlapped += 1;
+                        }
+                    }
+                    last_kstart[ti] = kstart;
+                    stream_free[ti] = stream_free[ti].max(kstart + kdur);
                     queued[ti].push_back(kstart);
                     let (dname, sname) = match rng.next(3) {
                         0 => (2, 2),
@@ -265,24 +311,29 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             }
         }
     }
+    let order = match (a.unsorted, a.shuffle) {
+        (true, _) => Order::Threads,
+        (_, true) => Order::Shuffled(0xdea1),
+        _ => Order::Time,
+    };
     api.write(
         &tx,
         "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?1, ?2, 0, ?3, ?4, 1, 0, NULL)",
-        a.unsorted,
+        order,
     )?;
     ker.write(
         &tx,
         "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?1, ?2, ?3, 1, NULL, ?4, ?5, ?6, ?7, ?8, NULL, 1, 0, 32, ?9, 1, 1, 256, 1, 1, 0, 0, 0, 0, ?10, 0, NULL, 1)",
-        a.unsorted,
+        order,
     )?;
     nvtx.write(
         &tx,
         "INSERT INTO NVTX_EVENTS (start, end, eventType, color, text, globalTid, textId, domainId, int64Value) VALUES (?1, ?2, 59, ?3, ?4, ?5, ?6, ?7, ?8)",
-        a.unsorted,
+        order,
     )?;
     tx.commit()?;
     eprintln!(
-        "tracex-gen: wrote {kernels} kernels, {kernels} runtime calls, {ranges} NVTX ranges to {}",
+        "tracex-gen: wrote {kernels} kernels ({overlapped} overlapping the previous one), {kernels} runtime calls, {ranges} NVTX ranges to {}",
         a.out
     );
     Ok(())
