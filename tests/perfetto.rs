@@ -657,13 +657,13 @@ const TP_COMPARED: &[&str] = &["slices", "instants", "flows", "counter_values"];
 const TP_SHOWN: &[&str] = &["processes", "threads", "counter_tracks", "tracks"];
 
 /// Inputs whose `.pftrace` trace processor reads differently from the input, and why. The
-/// first two are losses tracex lists (`perfetto_packet_unmapped`); the others are open
-/// differences found when the oracle first ran (issue 10), kept visible here until fixed.
+/// first two are losses tracex lists (`perfetto_packet_unmapped`); in the others trace
+/// processor reads the input differently from what tracex keeps of it.
 const TP_KNOWN: &[(&str, &str)] = &[
     ("androidGpu.pftrace", "GPU counter packets are not mapped (perfetto_packet_unmapped)"),
     ("nowinandroid-trace.perfetto-trace", "ftrace/atrace packets are not mapped (perfetto_packet_unmapped)"),
-    ("catapult-tcmalloc_trace.json", "OPEN: 13 instants trace processor does not show from the JSON"),
-    ("speedscope-Trace-20230603T221323.json", "OPEN: one slice and two instants more than trace processor builds from the JSON"),
+    ("catapult-tcmalloc_trace.json", "the 13 object snapshots (O) are instants in the IR; trace processor's JSON importer drops the O phase"),
+    ("speedscope-Trace-20230603T221323.json", "the object created (N) and never destroyed is an async slice kept open to the end of the trace, its two snapshots (O) instants; trace processor's JSON importer drops the N/O/D phases"),
     ("fixtures/chrome/equal_timestamps.json", "trace processor's JSON importer leaves the zero-length B/E pair at 150 us open (dur -1, counted as a slice); tracex closes it as the JSON says (dur 0), which trace processor counts as an instant"),
     ("memcpy-host-device.rocprofiler.json.gz", "the flow points have no enclosing slice: trace processor draws none from the input either (flow_no_enclosing_slice)"),
     ("fixtures/perfetto/legacy_chrome.pftrace", "the legacy flow end ('f', bind to enclosing) at 1059 us has no enclosing slice; from the input trace processor binds it to the last event on that thread, the instant at 1026 us, which does not enclose it; tracex keeps the point at 1059 us, unbound, and no arrow is drawn for it"),
