@@ -22,12 +22,14 @@ use tracex_ir::format::Options;
     about = "Convert GPU and CPU performance traces between formats, without losing data",
     long_about = "Convert GPU and CPU performance traces between formats, without losing data.\n\n\
 Inputs are recognised by their content (gzip is undone transparently): Nsight Systems SQLite\n\
-exports, Chrome Trace Event JSON, OTF2 archives, CUPTI records, folded stacks (plain and the\n\
-eBPF uprobe profiler's extended lines). Several inputs become one timeline.\n\
-Outputs are chosen by --to or by the output's file name: .json / .json.gz (Chrome JSON for\n\
-Perfetto and chrome://tracing), .otf2 (Vampir), .folded (flame graphs), .svg (flame graph\n\
-pictures).\n\n\
-Examples:\n  tracex convert report.sqlite out.json\n  tracex convert trace.json.gz out.otf2\n  \
+exports, Chrome Trace Event JSON, Perfetto protobuf (TrackEvent), OTF2 archives, CUPTI\n\
+records, folded stacks (plain and the eBPF uprobe profiler's extended lines). Several inputs\n\
+become one timeline.\n\
+Outputs are chosen by --to or by the output's file name: .pftrace / .pftrace.gz (Perfetto's\n\
+own format), .json / .json.gz (Chrome JSON for Perfetto and chrome://tracing), .otf2 (Vampir),\n\
+.folded (flame graphs), .svg (flame graph pictures).\n\n\
+Examples:\n  tracex convert report.sqlite out.pftrace\n  tracex convert report.sqlite out.json\n  \
+tracex convert trace.json.gz out.otf2\n  \
 tracex convert cpu_results.txt gpu_results.json merged.folded\n  \
 tracex convert report.sqlite gpu.svg\n  \
 tracex convert runs/ --to chrome -o converted/\n  tracex info trace.json\n  \
