@@ -384,49 +384,52 @@ mod tests {
             .is_err());
     }
 
-    #[test]
-    fn flow_points_follow_their_slice_to_its_lane() {
-        use crate::event::{FlowBind, FlowId, FlowPoint, FlowRole};
+    /// A flow end at `ts` on track `t`.
+    fn flow_end(t: TrackId, ts: i64, bind: crate::event::FlowBind) -> Event {
+        use crate::event::{FlowId, FlowPoint, FlowRole};
+        Event::Flow(FlowPoint {
+            id: FlowId(1),
+            role: FlowRole::End,
+            track: t,
+            ts,
+            bind,
+            name: None,
+            cat: None,
+        })
+    }
+
+    /// Runs the events `make` gives for one thread's track through the router and the binder:
+    /// what comes out, the track and its first overflow lane.
+    fn route_and_bind(make: impl Fn(TrackId) -> Vec<Event>) -> (Vec<Event>, TrackId, TrackId) {
         let mut d = Defs::new();
         let mut diag = Diagnostics::default();
         let p = d.add_process(Process::default());
         let th = d.add_thread(p, Some(1), None);
         let t = d.thread(th).track;
         let mut r = OverlapRouter::new(FlowBinder::new(MemSink::default()));
-        let point = |ts| {
-            Event::Flow(FlowPoint {
-                id: FlowId(1),
-                role: FlowRole::End,
-                track: t,
-                ts,
-                bind: FlowBind::Enclosing,
-                name: None,
-                cat: None,
-            })
-        };
-        // [4,12] overlaps [0,10] and goes to lane 1; points inside it follow it there, a point
-        // inside [0,10] before [4,12] began stays
-        r.push(
-            &mut d,
-            &mut diag,
-            Event::Slice(Slice::new(t, 0, 10, StrId(0))),
-        )
-        .unwrap();
-        r.push(&mut d, &mut diag, point(2)).unwrap();
-        r.push(
-            &mut d,
-            &mut diag,
-            Event::Slice(Slice::new(t, 4, 8, StrId(0))),
-        )
-        .unwrap();
-        r.push(&mut d, &mut diag, point(6)).unwrap();
-        r.push(&mut d, &mut diag, point(11)).unwrap();
+        for e in make(t) {
+            r.push(&mut d, &mut diag, e).unwrap();
+        }
         r.end(&mut d, &mut diag).unwrap();
         let o1 = OverflowTracks::default().get(&mut d, t, 1);
-        let tracks: Vec<TrackId> = r
-            .into_inner()
-            .into_inner()
-            .events
+        (r.into_inner().into_inner().events, t, o1)
+    }
+
+    #[test]
+    fn flow_points_follow_their_slice_to_its_lane() {
+        use crate::event::FlowBind::Enclosing;
+        // [4,12] overlaps [0,10] and goes to lane 1; points inside it follow it there, a point
+        // inside [0,10] before [4,12] began stays
+        let (events, t, o1) = route_and_bind(|t| {
+            vec![
+                Event::Slice(Slice::new(t, 0, 10, StrId(0))),
+                flow_end(t, 2, Enclosing),
+                Event::Slice(Slice::new(t, 4, 8, StrId(0))),
+                flow_end(t, 6, Enclosing),
+                flow_end(t, 11, Enclosing),
+            ]
+        });
+        let tracks: Vec<TrackId> = events
             .iter()
             .filter(|e| matches!(e, Event::Flow(_)))
             .map(|e| e.track().unwrap())
@@ -436,40 +439,20 @@ mod tests {
 
     #[test]
     fn a_point_bound_to_the_next_slice_follows_it_to_its_lane() {
-        use crate::event::{FlowBind, FlowId, FlowPoint, FlowRole};
-        let mut d = Defs::new();
-        let mut diag = Diagnostics::default();
-        let p = d.add_process(Process::default());
-        let th = d.add_thread(p, Some(1), None);
-        let t = d.thread(th).track;
-        let mut r = OverlapRouter::new(FlowBinder::new(MemSink::default()));
-        let point = |ts, bind| {
-            Event::Flow(FlowPoint {
-                id: FlowId(1),
-                role: FlowRole::End,
-                track: t,
-                ts,
-                bind,
-                name: None,
-                cat: None,
-            })
-        };
-        let slice = |ts, dur| Event::Slice(Slice::new(t, ts, dur, StrId(0)));
+        use crate::event::FlowBind::Next;
         // the point at 3 binds to the next slice, [4,12], which overlaps [0,10] and goes to
         // lane 1; the point at 13 binds to [14,15], which stays; the point at 20 has no slice
-        for e in [
-            slice(0, 10),
-            point(3, FlowBind::Next),
-            slice(4, 8),
-            point(13, FlowBind::Next),
-            slice(14, 1),
-            point(20, FlowBind::Next),
-        ] {
-            r.push(&mut d, &mut diag, e).unwrap();
-        }
-        r.end(&mut d, &mut diag).unwrap();
-        let o1 = OverflowTracks::default().get(&mut d, t, 1);
-        let events = r.into_inner().into_inner().events;
+        let (events, t, o1) = route_and_bind(|t| {
+            let slice = |ts, dur| Event::Slice(Slice::new(t, ts, dur, StrId(0)));
+            vec![
+                slice(0, 10),
+                flow_end(t, 3, Next),
+                slice(4, 8),
+                flow_end(t, 13, Next),
+                slice(14, 1),
+                flow_end(t, 20, Next),
+            ]
+        });
         let seen: Vec<(bool, i64, TrackId)> = events
             .iter()
             .map(|e| (matches!(e, Event::Flow(_)), e.ts(), e.track().unwrap()))
