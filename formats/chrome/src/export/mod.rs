@@ -677,7 +677,7 @@ impl Sink for Exporter {
             // an instant at the end of an async slice goes before its `e`, inside it, where the
             // input had it (Fuchsia's nestable `n` steps): viewers nest by file order there
             let passed = if matches!(event, Event::Instant(_)) {
-                ts - 1
+                ts.saturating_sub(1)
             } else {
                 ts
             };

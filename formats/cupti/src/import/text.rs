@@ -23,7 +23,7 @@ pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     let mut lines = LineReader::new(reader);
     let mut imp = TextImporter::default();
     // CUPTI's default timestamps are Unix-epoch ns; known before the first event, so that
-    // exporters can write times from an origin (a `baseTimeNanoseconds` in the input wins)
+    // exporters can write times from an origin
     ctx.defs.clock.origin_unix_ns = Some(0);
     while let Some((no, bytes)) = lines.next_line()? {
         let at = Location::Line(no);
