@@ -76,10 +76,6 @@ fn role(r: FlowRole) -> Role {
     }
 }
 
-fn event_mut(p: &mut Packet) -> Option<&mut TrackEvent> {
-    p.event.as_mut()
-}
-
 impl Flows {
     /// tracex's record of a point: its name and category (interned), binding, and time when
     /// the carrier's differs.
@@ -194,7 +190,7 @@ impl Flows {
                     if let Some(data) = interned {
                         super::intern::merge(&mut p.pb.interned_data, data);
                     }
-                    let ev = event_mut(p).expect("a BEGIN");
+                    let ev = p.event.as_mut().expect("a BEGIN");
                     match f.role {
                         FlowRole::End => ev.terminating_flow_ids.push(f.id.0),
                         _ => ev.flow_ids.push(f.id.0),
@@ -349,7 +345,7 @@ impl Flows {
         };
         let p = q.get_mut(n).expect("just queued");
         for w in waiting {
-            let ev = event_mut(p).expect("a BEGIN");
+            let ev = p.event.as_mut().expect("a BEGIN");
             match w.role {
                 FlowRole::End => ev.terminating_flow_ids.push(w.id),
                 _ => ev.flow_ids.push(w.id),
