@@ -2,9 +2,13 @@
 #   make demo   installs what is missing, builds, converts the bundled example to every output format
 #   make test   installs what is missing, builds and runs every test (../shared/fixtures when present)
 #   make fuzz   runs every fuzz target for FUZZ_SECONDS (default 180) each
-.PHONY: setup build demo test lint bench fuzz memcheck install dist docker
+.PHONY: setup build demo test explore lint bench fuzz memcheck install dist docker
 
 FUZZ_SECONDS ?= 180
+# make test draws the same random traces on every run, so a red run is always reproducible;
+# make explore draws 20,000 new ones per property to look for what those miss.
+PROPTEST_RNG_SEED ?= 1124
+PROPTEST_CASES ?= 256
 
 setup:
 	scripts/setup.sh
@@ -19,6 +23,7 @@ test: setup
 	cargo build --release --locked
 	# a copy: the wheel test's maturin build rewrites target/release/tracex while tests run
 	cp target/release/tracex target/tracex-under-test
+	PROPTEST_RNG_SEED=$(PROPTEST_RNG_SEED) PROPTEST_CASES=$(PROPTEST_CASES) \
 	TRACEX_BIN=$(CURDIR)/target/tracex-under-test cargo test --locked --workspace -- --test-threads=2 --show-output
 	cargo check --locked --no-default-features
 	$(MAKE) memcheck
@@ -30,6 +35,10 @@ memcheck:
 	scripts/sanitize.sh
 	scripts/cross-check.sh
 	scripts/fuzz.sh regress
+
+explore: build
+	PROPTEST_CASES=20000 TRACEX_BIN=$(CURDIR)/target/release/tracex \
+	  cargo test --release --locked --test tests random_ -- --test-threads=2
 
 fuzz: setup
 	scripts/fuzz.sh run $(FUZZ_SECONDS)

@@ -763,3 +763,32 @@ fn trace_processor_builds_the_same_from_input_and_pftrace() {
         "trace processor: {same} inputs and their .pftrace give the same counts, {known} differ as TP_KNOWN says, {repaired} inputs lose data in trace processor that the .pftrace keeps, {unread} files trace processor does not read"
     );
 }
+
+/// A kernel's zero-length slice starts a flow that ends in a slice beginning at the same time
+/// on a thread whose BEGIN is written first: the end rides on that slice's END, so trace
+/// processor (which pairs flow ids in file order) draws the arrow and tracex reads it back.
+#[test]
+fn flow_from_a_zero_length_slice_to_a_slice_written_before_it() {
+    let mut b = TraceBuilder::new();
+    let p = b.process(1, "p");
+    let thread = b.thread(p, 12, "t");
+    let gpu = b.device(0, "GPU 0");
+    let stream = b.gpu_stream(gpu, 0, 3);
+    b.slice(thread, 200, 10, "callback");
+    b.slice(stream, 200, 0, "kernel");
+    b.flow((stream, 200), (thread, 200), "f");
+    let mut t = b.finish();
+    let expected = expected_dump(&mut t);
+    assert!(expected.contains("flow name=\"f\""), "{expected}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("z.pftrace");
+    export(t, &out);
+    assert_eq!(expected, import(&out));
+    let Some(tp) = trace_processor::shell() else {
+        eprintln!("note: trace_processor_shell is not on this machine; arrow not checked");
+        return;
+    };
+    let v = trace_processor::view(&tp, &out);
+    assert!(v.bad_stats.is_empty(), "{:?}", v.bad_stats);
+    assert_eq!(v.counts.get("flows").copied(), Some(1), "{:?}", v.counts);
+}

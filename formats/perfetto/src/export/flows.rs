@@ -9,6 +9,9 @@
 //!   next) slice at the point's own time, exactly as the IR means it;
 //! * later points of a flow-id flow that are not at a slice start go on the END of their
 //!   enclosing slice, or on the BEGIN of the next slice for points that bind to the next one;
+//! * trace processor pairs flow ids in file order at equal times, so a point never rides on a
+//!   BEGIN written before the carrier of its flow's previous point (a kernel's zero-length
+//!   slice and the slice its flow ends in, both at one time); it goes on the END instead;
 //! * a point with no slice to bind to cannot be drawn: tracex keeps it in its extension
 //!   (diagnostic `perfetto_flow_not_drawn`).
 //!
@@ -51,6 +54,42 @@ struct State {
     native: Native,
     name: Option<StrId>,
     cat: Option<StrId>,
+    /// Where the flow's latest point rides: the next one must come after it in the file.
+    last: Carrier,
+}
+
+/// The event a flow-id point rides on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Carrier {
+    /// The BEGIN queued as this packet number.
+    Begin(u64),
+    /// The END of a slice ending at this time: written before any BEGIN after that time.
+    End(i64),
+    /// The BEGIN of a slice not seen yet (next-slice binding).
+    Waiting,
+    /// A legacy flow event or nothing Perfetto sees.
+    Elsewhere,
+}
+
+impl Carrier {
+    /// Whether a BEGIN at time `t`, queued as packet `n`, is written after this carrier.
+    fn before(self, t: i64, n: u64) -> bool {
+        match self {
+            Carrier::Begin(m) => m < n,
+            Carrier::End(end) => end < t,
+            Carrier::Waiting => false,
+            Carrier::Elsewhere => true,
+        }
+    }
+
+    /// Whether the END of a slice ending at `end` is written after this carrier.
+    fn before_end(self, end: i64) -> bool {
+        match self {
+            Carrier::Begin(_) | Carrier::Elsewhere => true,
+            Carrier::End(e) => e <= end,
+            Carrier::Waiting => false,
+        }
+    }
 }
 
 /// A flow-id point waiting for the next slice on its track.
@@ -151,8 +190,8 @@ impl Flows {
             .as_ref()
             .and_then(|o| o.last())
             .map(|o| o.begin);
-        // a queued BEGIN at this very time that the point binds to
-        let at_begin = match f.bind {
+        // the queued BEGIN at this very time of the slice the point binds to
+        let bound = match f.bind {
             FlowBind::Enclosing => carriers
                 .open
                 .as_ref()
@@ -165,6 +204,8 @@ impl Flows {
                 .map(|(_, n)| n),
         }
         .filter(|&n| q.get_mut(n).is_some());
+        // ... when it is written after the flow's previous point
+        let at_begin = bound.filter(|&n| self.state.get(&f.id).is_none_or(|s| s.last.before(t, n)));
         let native = match self.state.get(&f.id) {
             Some(s) => s.native,
             None if at_begin.is_some() || f.bind == FlowBind::Next => Native::Ids,
@@ -178,12 +219,13 @@ impl Flows {
                     native,
                     name: f.name,
                     cat: f.cat,
+                    last: Carrier::Elsewhere,
                 },
             );
         }
         match native {
             Native::Ids => {
-                if let Some(n) = at_begin {
+                let last = if let Some(n) = at_begin {
                     let point = self.describe(defs, interner, f, names, None);
                     let interned = interner.take();
                     let p = q.get_mut(n).expect("queued");
@@ -201,7 +243,8 @@ impl Flows {
                             .flows
                             .push(point);
                     }
-                } else if f.bind == FlowBind::Next {
+                    Carrier::Begin(n)
+                } else if f.bind == FlowBind::Next && bound.is_none() {
                     let mut point = self.describe(defs, interner, f, names, Some(f.ts));
                     point.track = Some(track);
                     Self::flush_interned(interner, q);
@@ -210,13 +253,23 @@ impl Flows {
                         role: f.role,
                         point,
                     });
-                } else if let Some(top) = carriers
+                    Carrier::Waiting
+                } else if let Some((top, end)) = carriers
                     .open
-                    .and_then(|o| o.last_mut())
-                    .filter(|top| top.ends)
+                    .and_then(|o| {
+                        // the slice the point binds to: the innermost, or the one that began
+                        // as the bound BEGIN
+                        o.iter_mut()
+                            .rev()
+                            .find(|o| bound.is_none_or(|n| o.begin_packet == n))
+                    })
+                    .and_then(|top| top.end.map(|end| (top, end)))
+                    .filter(|&(_, end)| {
+                        self.state.get(&f.id).is_none_or(|s| s.last.before_end(end))
+                    })
                 {
-                    // inside a slice that began earlier: on its END (a slice left open has
-                    // none, and the point is detached)
+                    // inside a slice that began earlier, or at its BEGIN written too early: on
+                    // its END (a slice left open has none, and the point is detached)
                     let point = self.describe(defs, interner, f, names, Some(f.ts));
                     Self::flush_interned(interner, q);
                     match f.role {
@@ -225,8 +278,13 @@ impl Flows {
                     }
                     top.end_needs_state |= point.name_iid.is_some() || point.category_iid.is_some();
                     top.end_extra.flows.push(point);
+                    Carrier::End(end)
                 } else {
                     self.detached(defs, diag, interner, q, f, names, track, t, event);
+                    Carrier::Elsewhere
+                };
+                if let Some(s) = self.state.get_mut(&f.id) {
+                    s.last = last;
                 }
             }
             Native::Legacy => {
@@ -345,6 +403,9 @@ impl Flows {
         };
         let p = q.get_mut(n).expect("just queued");
         for w in waiting {
+            if let Some(s) = self.state.get_mut(&FlowId(w.id)) {
+                s.last = Carrier::Begin(n);
+            }
             let ev = p.event.as_mut().expect("a BEGIN");
             match w.role {
                 FlowRole::End => ev.terminating_flow_ids.push(w.id),

@@ -318,7 +318,7 @@ impl Exporter {
             end_event,
             end_extra: x::Extra::default(),
             end_needs_state: false,
-            ends: s.dur.is_some(),
+            end: s.dur.map(|d| t + d),
         });
         Ok(())
     }

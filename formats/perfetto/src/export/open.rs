@@ -14,7 +14,6 @@ pub struct Open {
     pub end_event: TrackEvent,
     pub end_extra: x::Extra,
     pub end_needs_state: bool,
-    /// Whether the slice ends (has a duration), so that its END will be written: flows cannot
-    /// ride on the END of a slice left open.
-    pub ends: bool,
+    /// When the slice ends; `None`: it is left open, has no END, and flows cannot ride on it.
+    pub end: Option<i64>,
 }
