@@ -48,6 +48,17 @@ versus() {
 }
 
 size() { stat -c %s "$1"; }
+
+# nsys2json.py and nsys-chrome on the nsys export $1, right after tracex's job on it (each only
+# when its path is set).
+vs_nsys2json() {
+  [ -z "${TRACEX_PEER_NSYS2JSON:-}" ] || versus "nsys2json.py" "$(size "$1")" \
+    python3 "$TRACEX_PEER_NSYS2JSON" -f "$1" -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
+}
+vs_nsys_chrome() {
+  [ -z "${TRACEX_PEER_NSYS_CHROME:-}" ] || versus "nsys-chrome" "$(size "$1")" \
+    "$TRACEX_PEER_NSYS_CHROME" "$1" -o "$out/nsys-1m.peer.json.gz"
+}
 # Bytes of an OTF2 archive OUT.otf2 (anchor, definitions and event directory).
 archive_size() { du -cb "$1" "${1%.otf2}.def" "${1%.otf2}" | tail -1 | cut -f1; }
 
@@ -112,14 +123,9 @@ for s in "${sections[@]}"; do
       echo "== nsys: $(size "$f") bytes, 1M kernels + 1M runtime calls + 100k NVTX ranges"
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
       measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
-      if [ -n "${TRACEX_PEER_NSYS2JSON:-}" ]; then
-        versus "nsys2json.py" "$(size "$f")" python3 "$TRACEX_PEER_NSYS2JSON" -f "$f" \
-          -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
-      fi
+      vs_nsys2json "$f"
       measure "nsys 1M -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json.gz"
-      if [ -n "${TRACEX_PEER_NSYS_CHROME:-}" ]; then
-        versus "nsys-chrome" "$(size "$f")" "$TRACEX_PEER_NSYS_CHROME" "$f" -o "$out/nsys-1m.peer.json.gz"
-      fi
+      vs_nsys_chrome "$f"
       measure "nsys 1M -> chrome json, without nvtx-kernel" "$(size "$f")" \
         "$bin" -q convert -f --activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
       measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
@@ -128,22 +134,14 @@ for s in "${sections[@]}"; do
       measure "import only, rows not in time order" "$(size "$u")" "$bin" -q info "$u"
       measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
         "$bin" -q convert -f "$u" "$out/nsys-1m.json"
-      if [ -n "${TRACEX_PEER_NSYS2JSON:-}" ]; then
-        versus "nsys2json.py" "$(size "$u")" python3 "$TRACEX_PEER_NSYS2JSON" -f "$u" \
-          -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
-      fi
+      vs_nsys2json "$u"
       measure "import only, rows shuffled, 44k overlaps" "$(size "$sh")" "$bin" -q info "$sh"
       measure "nsys 1M shuffled -> chrome json" "$(size "$sh")" \
         "$bin" -q convert -f "$sh" "$out/nsys-1m.json"
-      if [ -n "${TRACEX_PEER_NSYS2JSON:-}" ]; then
-        versus "nsys2json.py" "$(size "$sh")" python3 "$TRACEX_PEER_NSYS2JSON" -f "$sh" \
-          -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
-      fi
+      vs_nsys2json "$sh"
       measure "nsys 1M shuffled -> chrome json.gz" "$(size "$sh")" \
         "$bin" -q convert -f "$sh" "$out/nsys-1m.json.gz"
-      if [ -n "${TRACEX_PEER_NSYS_CHROME:-}" ]; then
-        versus "nsys-chrome" "$(size "$sh")" "$TRACEX_PEER_NSYS_CHROME" "$sh" -o "$out/nsys-1m.peer.json.gz"
-      fi
+      vs_nsys_chrome "$sh"
       ;;
     perfetto)
       # nsys 1M kernels + 1M runtime calls + 100k NVTX ranges -> .pftrace beside -> Chrome JSON:

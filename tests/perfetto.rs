@@ -439,6 +439,14 @@ fn export(mut t: Trace, out: &Path) {
     exp.finish(&t.defs, &mut t.diag).unwrap();
 }
 
+/// Writes `t` to `out` and reads it back: (the dump of `t` as the exporter sees it, the dump
+/// of what tracex reads from `out`).
+fn write_and_read(mut t: Trace, out: &Path) -> (String, String) {
+    let expected = expected_dump(&mut t);
+    export(t, out);
+    (expected, import(out))
+}
+
 /// The dump of `t` as the exporter sees it (sorted and routed).
 fn expected_dump(t: &mut Trace) -> String {
     let mut routed = Sorter::new(OverlapRouter::new(MemSink::default()));
@@ -484,10 +492,8 @@ fn exporter_lays_out_tracks_as_perfetto_users_expect() {
     b.count(c, 100, Num::Int(4096));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("g.pftrace");
-    let mut trace = b.finish();
-    let expected = expected_dump(&mut trace);
-    export(trace, &out);
-    assert_eq!(expected, import(&out));
+    let (expected, read) = write_and_read(b.finish(), &out);
+    assert_eq!(expected, read);
     let Some(py) = perfetto_python() else {
         eprintln!("note: the perfetto Python package is not installed; layout not checked");
         return;
@@ -565,12 +571,9 @@ proptest! {
             let frames: Vec<&str> = frames.iter().map(String::as_str).collect();
             b.sample(tracks[*t as usize], ts.map(|x| x * 10), &frames, *weight);
         }
-        let mut t = b.finish();
-        let expected = expected_dump(&mut t);
         let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("p.pftrace");
-        export(t, &out);
-        prop_assert_eq!(expected, import(&out));
+        let (expected, read) = write_and_read(b.finish(), &dir.path().join("p.pftrace"));
+        prop_assert_eq!(expected, read);
     }
 }
 
@@ -777,13 +780,11 @@ fn flow_from_a_zero_length_slice_to_a_slice_written_before_it() {
     b.slice(thread, 200, 10, "callback");
     b.slice(stream, 200, 0, "kernel");
     b.flow((stream, 200), (thread, 200), "f");
-    let mut t = b.finish();
-    let expected = expected_dump(&mut t);
-    assert!(expected.contains("flow name=\"f\""), "{expected}");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("z.pftrace");
-    export(t, &out);
-    assert_eq!(expected, import(&out));
+    let (expected, read) = write_and_read(b.finish(), &out);
+    assert!(expected.contains("flow name=\"f\""), "{expected}");
+    assert_eq!(expected, read);
     let Some(tp) = trace_processor::shell() else {
         eprintln!("note: trace_processor_shell is not on this machine; arrow not checked");
         return;

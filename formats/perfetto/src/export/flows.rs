@@ -204,8 +204,13 @@ impl Flows {
                 .map(|(_, n)| n),
         }
         .filter(|&n| q.get_mut(n).is_some());
-        // ... when it is written after the flow's previous point
-        let at_begin = bound.filter(|&n| self.state.get(&f.id).is_none_or(|s| s.last.before(t, n)));
+        // where the flow's previous point rides (a start has none)
+        let prev = match (f.role, self.state.get(&f.id)) {
+            (FlowRole::Start, _) | (_, None) => Carrier::Elsewhere,
+            (_, Some(s)) => s.last,
+        };
+        // ... when it is written after that
+        let at_begin = bound.filter(|&n| prev.before(t, n));
         let native = match self.state.get(&f.id) {
             Some(s) => s.native,
             None if at_begin.is_some() || f.bind == FlowBind::Next => Native::Ids,
@@ -264,9 +269,7 @@ impl Flows {
                             .find(|o| bound.is_none_or(|n| o.begin_packet == n))
                     })
                     .and_then(|top| top.end.map(|end| (top, end)))
-                    .filter(|&(_, end)| {
-                        self.state.get(&f.id).is_none_or(|s| s.last.before_end(end))
-                    })
+                    .filter(|&(_, end)| prev.before_end(end))
                 {
                     // inside a slice that began earlier, or at its BEGIN written too early: on
                     // its END (a slice left open has none, and the point is detached)
