@@ -7,51 +7,42 @@ use crate::diag as d;
 /// Name and category of the call → GPU work flows (Kineto's, which viewers know).
 pub const FLOW_NAME: &str = "ac2g";
 
-/// A point waiting for its correlation partner.
-#[derive(Clone, Debug)]
+/// A point waiting for its correlation partner: 32 bytes, as a million launches keep two
+/// million of them until the end.
+#[derive(Clone, Copy, Debug)]
 struct Point {
     id: u64,
-    track: TrackId,
     ts: i64,
-    /// Arrival order, for reporting the first problem of a kind as the input has it.
-    seq: usize,
-    at: Location,
-}
-
-impl Point {
-    fn push(list: &mut Vec<Point>, id: u64, track: TrackId, ts: i64, at: Location) {
-        let seq = list.len();
-        list.push(Point {
-            id,
-            track,
-            ts,
-            seq,
-            at,
-        });
-    }
+    /// Where the input has it (an event index or a line number, as the importer counts): also
+    /// its arrival order, for reporting the first problem of a kind as the input has it.
+    at: u64,
+    track: TrackId,
 }
 
 /// The count and first occurrence (in input order) of one diagnostic kind.
 #[derive(Default)]
 struct Tally {
     count: u64,
-    first: Option<(usize, Location, String)>,
+    first: Option<(u64, String)>,
 }
 
 impl Tally {
     fn add(&mut self, p: &Point, detail: impl FnOnce() -> String) {
         self.count += 1;
-        if self.first.as_ref().is_none_or(|f| p.seq < f.0) {
-            self.first = Some((p.seq, p.at.clone(), detail()));
+        if self.first.as_ref().is_none_or(|f| p.at < f.0) {
+            self.first = Some((p.at, detail()));
         }
     }
 
-    fn record(self, ctx: &mut ImportCtx, kind: &'static tracex_ir::DiagKind) {
-        if let Some((_, at, detail)) = self.first {
-            ctx.diag.record_n(kind, self.count, at, Some(detail));
+    fn record(self, ctx: &mut ImportCtx, kind: &'static tracex_ir::DiagKind, loc: Loc) {
+        if let Some((at, detail)) = self.first {
+            ctx.diag.record_n(kind, self.count, loc(at), Some(detail));
         }
     }
 }
+
+/// How an importer's positions become locations (`Location::Event`, `Location::Line`).
+pub type Loc = fn(u64) -> Location;
 
 /// Joins calls and GPU work by correlation id, at the end (records come in buffer order, not
 /// in time order).
@@ -62,17 +53,17 @@ pub struct Correlation {
 }
 
 impl Correlation {
-    pub fn call(&mut self, id: u64, track: TrackId, ts: i64, at: Location) {
-        Point::push(&mut self.calls, id, track, ts, at);
+    pub fn call(&mut self, id: u64, track: TrackId, ts: i64, at: u64) {
+        self.calls.push(Point { id, ts, at, track });
     }
 
-    pub fn work(&mut self, id: u64, track: TrackId, ts: i64, at: Location) {
-        Point::push(&mut self.work, id, track, ts, at);
+    pub fn work(&mut self, id: u64, track: TrackId, ts: i64, at: u64) {
+        self.work.push(Point { id, ts, at, track });
     }
 
     /// Emits a two-point flow from each call to each piece of GPU work with its id. Both sides
     /// are sorted by id (stably: ids mostly come in order, so this is nearly linear) and merged.
-    pub fn finish(mut self, ctx: &mut ImportCtx) -> Result<()> {
+    pub fn finish(mut self, ctx: &mut ImportCtx, loc: Loc) -> Result<()> {
         self.calls.sort_by_key(|p| p.id);
         self.work.sort_by_key(|p| p.id);
         let mut duplicate = Tally::default();
@@ -81,7 +72,7 @@ impl Correlation {
                 duplicate.add(&pair[1], || format!("correlation id {}", pair[1].id));
             }
         }
-        duplicate.record(ctx, &d::DUPLICATE_CORRELATION);
+        duplicate.record(ctx, &d::DUPLICATE_CORRELATION, loc);
         let (mut orphan, mut backwards) = (Tally::default(), Tally::default());
         let name = Some(ctx.defs.intern(FLOW_NAME));
         let mut c = 0;
@@ -102,7 +93,7 @@ impl Correlation {
             let (id, renumbered) = ctx.defs.flow_id(Some(w.id));
             if renumbered {
                 ctx.diag
-                    .record(&tracex_ir::diag::kinds::FLOW_ID_RENUMBERED, w.at.clone());
+                    .record(&tracex_ir::diag::kinds::FLOW_ID_RENUMBERED, loc(w.at));
             }
             for (role, p) in [(FlowRole::Start, call), (FlowRole::End, w)] {
                 ctx.emit(Event::Flow(FlowPoint {
@@ -116,8 +107,8 @@ impl Correlation {
                 }))?;
             }
         }
-        orphan.record(ctx, &d::GPU_WITHOUT_CALL);
-        backwards.record(ctx, &d::GPU_BEFORE_CALL);
+        orphan.record(ctx, &d::GPU_WITHOUT_CALL, loc);
+        backwards.record(ctx, &d::GPU_BEFORE_CALL, loc);
         Ok(())
     }
 }
@@ -137,7 +128,7 @@ mod tests {
         let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
         let (cpu, gpu) = (TrackId(1), TrackId(2));
         let mut c = Correlation::default();
-        let at = |l| Location::Line(l);
+        let at = |l| l;
         c.work(7, gpu, 150, at(1)); // printed before its call, as buffers complete
         c.call(7, cpu, 100, at(2));
         c.call(7, cpu, 120, at(3)); // a second call with id 7
@@ -145,7 +136,7 @@ mod tests {
         c.work(8, gpu, 190, at(5)); // starts before its call
         c.work(9, gpu, 300, at(6)); // no call
         c.work(5, gpu, 310, at(7)); // no call either, but later in the input
-        c.finish(&mut ctx).unwrap();
+        c.finish(&mut ctx, Location::Line).unwrap();
         let ts: Vec<(FlowRole, i64)> = sink
             .events
             .iter()
@@ -156,9 +147,9 @@ mod tests {
             .collect();
         assert_eq!(ts, [(FlowRole::Start, 100), (FlowRole::End, 150)]);
         let get = |n| diag.get(n).unwrap();
-        assert_eq!(get("cupti_duplicate_correlation").first, at(3));
-        assert_eq!(get("cupti_gpu_before_call").first, at(5));
+        assert_eq!(get("cupti_duplicate_correlation").first, Location::Line(3));
+        assert_eq!(get("cupti_gpu_before_call").first, Location::Line(5));
         let orphan = get("cupti_gpu_without_call");
-        assert_eq!((orphan.count, &orphan.first), (2, &at(6)));
+        assert_eq!((orphan.count, &orphan.first), (2, &Location::Line(6)));
     }
 }

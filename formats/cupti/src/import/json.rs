@@ -28,7 +28,7 @@ pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
         },
         |inner| tracex_chrome::import(reader, &Default::default(), inner),
     )?;
-    std::mem::take(&mut state.corr).finish(ctx)
+    std::mem::take(&mut state.corr).finish(ctx, Location::Event)
 }
 
 #[derive(Default)]
@@ -141,7 +141,7 @@ impl State {
                 match new_cat {
                     cat::CUDA_RUNTIME | cat::CUDA_DRIVER => {
                         if let Some(id) = correlation {
-                            self.corr.call(id, s.track, s.ts, at);
+                            self.corr.call(id, s.track, s.ts, index);
                         }
                         Ok(Some(Event::Slice(s)))
                     }
@@ -158,7 +158,7 @@ impl State {
                             .devices
                             .stream(defs, device.unwrap_or(0) as u32, stream);
                         if let Some(id) = correlation {
-                            self.corr.work(id, s.track, s.ts, at);
+                            self.corr.work(id, s.track, s.ts, index);
                         }
                         Ok(Some(Event::Slice(s)))
                     }

@@ -59,7 +59,7 @@ pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
         }
     }
     imp.flush(ctx)?;
-    std::mem::take(&mut imp.corr).finish(ctx)
+    std::mem::take(&mut imp.corr).finish(ctx, Location::Line)
 }
 
 /// A record line and its continuation lines, read until the next record.
@@ -114,7 +114,7 @@ impl TextImporter {
             }
         };
         record::push_fields(&p.more, &mut rec.fields);
-        self.map(ctx, &rec, at)
+        self.map(ctx, &rec, p.line)
     }
 
     fn args(ctx: &mut ImportCtx, rec: &Record, skip: &[&str]) -> Args {
@@ -129,7 +129,8 @@ impl TextImporter {
     }
 
     /// Maps one record; what makes it unusable is counted as `cupti_bad_record`.
-    fn map(&mut self, ctx: &mut ImportCtx, rec: &Record, at: Location) -> Result<()> {
+    fn map(&mut self, ctx: &mut ImportCtx, rec: &Record, line: u64) -> Result<()> {
+        let at = Location::Line(line);
         let bad = |ctx: &mut ImportCtx, why: String| {
             ctx.diag.record_detail(&d::BAD_RECORD, at.clone(), why);
             Ok(())
@@ -156,7 +157,7 @@ impl TextImporter {
                 };
                 let s = Self::slice(ctx, rec, track, start, end, name, category, &[]);
                 if let Some(id) = rec.int("correlationId").filter(|&c| c > 0) {
-                    self.corr.call(id as u64, track, start, at.clone());
+                    self.corr.call(id as u64, track, start, line);
                 }
                 emit(ctx, Event::Slice(s))
             }
@@ -183,7 +184,7 @@ impl TextImporter {
                 };
                 let s = Self::slice(ctx, rec, track, start, end, &name, category, &[]);
                 if let Some(id) = rec.int("correlationId").filter(|&c| c > 0) {
-                    self.corr.work(id as u64, track, start, at.clone());
+                    self.corr.work(id as u64, track, start, line);
                 }
                 emit(ctx, Event::Slice(s))
             }
