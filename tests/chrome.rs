@@ -450,3 +450,52 @@ proptest! {
         prop_assert_eq!(expected, actual);
     }
 }
+
+/// Every event of every Chrome trace (own fixtures and the corpus, gzip or not): where the
+/// importer's fast path reads an event, serde reads the same fields; where serde refuses one,
+/// so does the importer.
+#[test]
+fn fast_path_reads_every_real_event_as_serde_does() {
+    use tracex_chrome::import::raw::{parse_event, parse_event_fast, parse_event_serde};
+    use tracex_chrome::import::tokenizer::{Item, Tokenizer};
+    let mut files: Vec<PathBuf> = std::fs::read_dir(own(""))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".json"))
+        .collect();
+    files.extend(corpus_files("chrome"));
+    let (mut events, mut fast) = (0u64, 0u64);
+    for f in &files {
+        let raw = std::fs::read(f).unwrap();
+        let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&raw[..]), &mut out)
+                .unwrap();
+            out
+        } else {
+            raw
+        };
+        let mut tok = Tokenizer::new(&bytes[..]);
+        while let Ok(Some(item)) = tok.next_item() {
+            let Item::Event { bytes, index, .. } = item else {
+                continue;
+            };
+            events += 1;
+            let reference = parse_event_serde(bytes);
+            if let Some(e) = parse_event_fast(bytes) {
+                fast += 1;
+                assert_eq!(Ok(&e), reference.as_ref().map_err(|_| ()), "{f:?} #{index}");
+            }
+            assert_eq!(
+                parse_event(bytes).ok(),
+                reference.ok(),
+                "{f:?} event #{index}"
+            );
+        }
+    }
+    eprintln!(
+        "fast path: {fast} of {events} events in {} Chrome traces, each equal to serde's reading",
+        files.len()
+    );
+    assert!(fast > 0);
+}

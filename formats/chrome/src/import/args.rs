@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tracex_ir::{Args, Defs, Num, Value};
 
-use super::raw::Text;
+use super::raw::{Raw, Text};
 
 struct Pairs<'a>(Vec<(Text<'a>, &'a RawValue)>);
 
@@ -33,19 +33,28 @@ impl<'de> Deserialize<'de> for Pairs<'de> {
 }
 
 /// The key/value pairs of a JSON object, values as raw text; `None` if `text` is not an object.
-pub fn raw_object(text: &str) -> Option<Vec<(Text<'_>, &RawValue)>> {
+/// By the importer's fast path where it can, else by serde.
+pub fn raw_object(text: &str) -> Option<Vec<(Text<'_>, Raw<'_>)>> {
     if !text.trim_start().starts_with('{') {
         return None;
     }
-    serde_json::from_str::<Pairs>(text).ok().map(|p| p.0)
+    super::fast::object_pairs(text).or_else(|| serde_raw_object(text))
+}
+
+fn serde_raw_object(text: &str) -> Option<Vec<(Text<'_>, Raw<'_>)>> {
+    let pairs = serde_json::from_str::<Pairs>(text).ok()?.0;
+    Some(pairs.into_iter().map(|(k, v)| (k, v.into())).collect())
 }
 
 /// A JSON value as an IR value: scalars typed, objects and arrays kept as text.
 pub fn value_of(raw: &str) -> Value {
     match raw.as_bytes().first() {
-        Some(b'"') => match serde_json::from_str::<Text>(raw) {
-            Ok(t) => Value::Str(t.0.into()),
-            Err(_) => Value::Json(raw.into()),
+        Some(b'"') => match plain_string(raw) {
+            Some(s) => Value::str(s),
+            None => match serde_json::from_str::<Text>(raw) {
+                Ok(t) => Value::Str(t.0.into()),
+                Err(_) => Value::Json(raw.into()),
+            },
         },
         Some(b'{') | Some(b'[') => Value::Json(raw.into()),
         Some(b't') => Value::Bool(true),
@@ -53,6 +62,12 @@ pub fn value_of(raw: &str) -> Value {
         Some(b'n') => Value::Null,
         _ => number(raw).unwrap_or_else(|| Value::Json(raw.into())),
     }
+}
+
+/// The contents of a JSON string without escapes (what serde would read, without its work).
+fn plain_string(raw: &str) -> Option<&str> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)).then_some(inner)
 }
 
 /// A JSON number as the narrowest exact IR value: `i64`, then `u64`, then a finite `f64`.
@@ -73,7 +88,7 @@ fn number(raw: &str) -> Option<Value> {
 }
 
 /// Parses an `args` object; `None` if it is not an object.
-pub fn parse_args(defs: &mut Defs, raw: &RawValue) -> Option<Args> {
+pub fn parse_args(defs: &mut Defs, raw: Raw<'_>) -> Option<Args> {
     let pairs = raw_object(raw.get())?;
     let mut args = Args::with_capacity(pairs.len());
     for (k, v) in pairs {
@@ -112,16 +127,40 @@ mod tests {
         assert_eq!(value_of("\"a\\u00e9\""), Value::str("aé"));
         assert_eq!(value_of("[1, 2]"), Value::Json("[1, 2]".into()));
         assert_eq!(value_of("null"), Value::Null);
+        assert_eq!(value_of("\"a b\""), Value::str("a b"));
+        assert_eq!(value_of("\"a"), Value::Json("\"a".into()));
+        assert_eq!(value_of("\"a\"b\""), Value::Json("\"a\"b\"".into()));
         assert_eq!(counter_value("\"3.5\""), Some(Num::Float(3.5)));
         assert_eq!(counter_value("7"), Some(Num::Int(7)));
         assert_eq!(counter_value("\"x\""), None);
     }
 
     #[test]
+    fn fast_pairs_are_serde_pairs() {
+        for text in [
+            r#"{}"#,
+            r#" { "a" : 1 , "b":{"c":[2, "x\"y"]},"a":"z", "é":null } "#,
+            r#"{"a":true,"b":false,"c":-1.5e3,"d":[]}"#,
+        ] {
+            let fast = super::super::fast::object_pairs(text).expect("fast path");
+            assert_eq!(Some(fast), serde_raw_object(text), "{text}");
+        }
+        for text in [
+            r#"{"\u0061":1}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":01}"#,
+            r#"{"a":1} x"#,
+        ] {
+            assert_eq!(super::super::fast::object_pairs(text), None, "{text}");
+            assert_eq!(raw_object(text), serde_raw_object(text), "{text}");
+        }
+    }
+
+    #[test]
     fn duplicate_keys_keep_the_last() {
         let mut d = Defs::new();
         let raw: &RawValue = serde_json::from_str(r#"{"a":1,"b":{"c":2},"a":3}"#).unwrap();
-        let a = parse_args(&mut d, raw).unwrap();
+        let a = parse_args(&mut d, raw.into()).unwrap();
         assert_eq!(a.len(), 2);
         assert_eq!(a[0].value, Value::Int(3));
         assert_eq!(a[1].value, Value::Json(r#"{"c":2}"#.into()));

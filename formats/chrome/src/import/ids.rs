@@ -4,6 +4,8 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::value::RawValue;
+
+use super::raw::Raw;
 use tracex_ir::{
     Defs, Diagnostics, Location, NamePriority, Process, ProcessId, ProcessKind, ThreadId, Track,
     TrackId, TrackKind,
@@ -24,7 +26,7 @@ pub enum IdKey {
 
 impl IdKey {
     /// The key of a raw JSON value; the flag is set when its type is not number or string.
-    pub fn of(raw: Option<&RawValue>) -> (IdKey, bool) {
+    pub fn of(raw: Option<Raw<'_>>) -> (IdKey, bool) {
         let Some(raw) = raw else {
             return (IdKey::Missing, false);
         };
@@ -50,7 +52,7 @@ impl IdKey {
 
 /// The number an id stands for, as viewers read it: a non-negative integer, a decimal string, or
 /// a `0x` hex string (Perfetto reads string flow ids as hex).
-pub fn numeric_id(raw: &RawValue) -> Option<u64> {
+pub fn numeric_id(raw: Raw<'_>) -> Option<u64> {
     let t = raw.get();
     if let Ok(n) = t.parse::<u64>() {
         return Some(n);
@@ -74,7 +76,7 @@ pub fn canonical_int(s: &str) -> Option<i64> {
 }
 
 /// The text of an id value: a string's content, or a number's text.
-pub fn id_text(raw: &RawValue) -> String {
+pub fn id_text(raw: Raw<'_>) -> String {
     let t = raw.get();
     if t.starts_with('"') {
         serde_json::from_str::<String>(t).unwrap_or_else(|_| t.to_string())
@@ -86,7 +88,7 @@ pub fn id_text(raw: &RawValue) -> String {
 /// The identity text of an async or flow id, with its scope: `id` as its JSON text (so the string
 /// `"1"` and the number `1` differ), `id2` as `local:<text>` or `global:<text>`, and a `scope`
 /// as a `<scope>:` prefix. The exporter turns such a label back into the same fields.
-pub fn scoped_id(scope: Option<&str>, id: Option<&RawValue>, id2: Option<&RawValue>) -> String {
+pub fn scoped_id(scope: Option<&str>, id: Option<Raw<'_>>, id2: Option<Raw<'_>>) -> String {
     let mut s = String::new();
     if let Some(sc) = scope {
         s.push_str("scope:");
@@ -176,7 +178,7 @@ impl Identities {
         &mut self,
         defs: &mut Defs,
         diag: &mut Diagnostics,
-        pid: Option<&RawValue>,
+        pid: Option<Raw<'_>>,
         index: u64,
     ) -> ProcessId {
         let (key, bad) = IdKey::of(pid);
@@ -208,8 +210,8 @@ impl Identities {
         &mut self,
         defs: &mut Defs,
         diag: &mut Diagnostics,
-        pid: Option<&RawValue>,
-        tid: Option<&RawValue>,
+        pid: Option<Raw<'_>>,
+        tid: Option<Raw<'_>>,
         index: u64,
     ) -> TrackId {
         let pt = pid.map_or("", |r| r.get());
@@ -268,8 +270,8 @@ impl Identities {
         &mut self,
         defs: &mut Defs,
         diag: &mut Diagnostics,
-        pid: Option<&RawValue>,
-        tid: Option<&RawValue>,
+        pid: Option<Raw<'_>>,
+        tid: Option<Raw<'_>>,
         index: u64,
     ) -> MetaTarget {
         let p = self.process(defs, diag, pid, index);
@@ -303,8 +305,8 @@ impl Identities {
         &mut self,
         defs: &mut Defs,
         diag: &mut Diagnostics,
-        pid: Option<&RawValue>,
-        tid: Option<&RawValue>,
+        pid: Option<Raw<'_>>,
+        tid: Option<Raw<'_>>,
         identity: Identity,
         index: u64,
     ) -> bool {

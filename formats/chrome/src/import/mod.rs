@@ -6,6 +6,7 @@
 //! order at the end, as viewers do), and the top-level `samples`.
 
 mod args;
+mod fast;
 mod ids;
 pub mod raw;
 mod rocprof;
@@ -15,7 +16,6 @@ pub mod tokenizer;
 use std::io::Read;
 
 use rustc_hash::FxHashMap;
-use serde_json::value::RawValue;
 use tracex_ir::diag::kinds as ir_kinds;
 use tracex_ir::event::{CounterValue, FlowBind, FlowRole, Instant, Sample, Slice};
 use tracex_ir::track::{Ends, FlowPairer, PendingFlowPoint, SliceStacks};
@@ -29,7 +29,7 @@ use crate::number::{micros_to_ns, parse_i64};
 use crate::options::ImportOptions;
 pub use ids::IDENTITY;
 use ids::{Identities, MetaTarget};
-use raw::{parse_event, RawEvent, Text};
+use raw::{parse_event, Raw, RawEvent, Text};
 use tokenizer::{Item, TokError, Tokenizer};
 
 /// Reads a Chrome trace from `reader` (already decompressed) into `ctx`.
@@ -143,7 +143,7 @@ impl Importer {
     fn time(
         &self,
         ctx: &mut ImportCtx,
-        raw: Option<&RawValue>,
+        raw: Option<Raw<'_>>,
     ) -> Option<std::result::Result<i64, ()>> {
         let raw = raw?;
         Some(match micros_to_ns(raw.get()) {
@@ -164,7 +164,7 @@ impl Importer {
         })
     }
 
-    fn opt_time(&self, ctx: &mut ImportCtx, raw: Option<&RawValue>) -> Option<i64> {
+    fn opt_time(&self, ctx: &mut ImportCtx, raw: Option<Raw<'_>>) -> Option<i64> {
         self.time(ctx, raw).and_then(|r| r.ok())
     }
 
@@ -366,7 +366,7 @@ impl Importer {
         Ok(s)
     }
 
-    fn args(&self, ctx: &mut ImportCtx, raw: Option<&RawValue>) -> tracex_ir::Args {
+    fn args(&self, ctx: &mut ImportCtx, raw: Option<Raw<'_>>) -> tracex_ir::Args {
         match raw {
             None => Vec::new(),
             Some(r) => match args::parse_args(ctx.defs, r) {
@@ -530,7 +530,7 @@ impl Importer {
         let Some(bind) = e.bind_id else {
             return;
         };
-        let is_true = |r: Option<&RawValue>| r.is_some_and(|r| r.get() == "true");
+        let is_true = |r: Option<Raw<'_>>| r.is_some_and(|r| r.get() == "true");
         let role = match (is_true(e.flow_out), is_true(e.flow_in)) {
             (true, false) => FlowRole::Start,
             (false, true) => FlowRole::End,

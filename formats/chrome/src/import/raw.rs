@@ -39,31 +39,53 @@ impl Text<'_> {
     }
 }
 
-#[derive(Default, Debug)]
+/// A JSON value's exact text (a number, an id, an object), borrowed from the input and known to
+/// be valid JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Raw<'a>(&'a str);
+
+impl<'a> Raw<'a> {
+    /// The text; the caller vouches that it is one valid JSON value.
+    pub(super) fn new(text: &'a str) -> Self {
+        Raw(text)
+    }
+
+    pub fn get(&self) -> &'a str {
+        self.0
+    }
+}
+
+impl<'a> From<&'a RawValue> for Raw<'a> {
+    fn from(v: &'a RawValue) -> Self {
+        Raw(v.get())
+    }
+}
+
+#[derive(Default, Debug, PartialEq)]
 pub struct RawEvent<'a> {
     pub ph: Option<Text<'a>>,
     pub name: Option<Text<'a>>,
     pub cat: Option<Text<'a>>,
-    pub ts: Option<&'a RawValue>,
-    pub dur: Option<&'a RawValue>,
-    pub tts: Option<&'a RawValue>,
-    pub tdur: Option<&'a RawValue>,
-    pub pid: Option<&'a RawValue>,
-    pub tid: Option<&'a RawValue>,
-    pub id: Option<&'a RawValue>,
-    pub id2: Option<&'a RawValue>,
+    pub ts: Option<Raw<'a>>,
+    pub dur: Option<Raw<'a>>,
+    pub tts: Option<Raw<'a>>,
+    pub tdur: Option<Raw<'a>>,
+    pub pid: Option<Raw<'a>>,
+    pub tid: Option<Raw<'a>>,
+    pub id: Option<Raw<'a>>,
+    pub id2: Option<Raw<'a>>,
     pub scope: Option<Text<'a>>,
     pub s: Option<Text<'a>>,
     pub bp: Option<Text<'a>>,
-    pub bind_id: Option<&'a RawValue>,
-    pub flow_in: Option<&'a RawValue>,
-    pub flow_out: Option<&'a RawValue>,
-    pub sf: Option<&'a RawValue>,
-    pub stack: Option<&'a RawValue>,
-    pub esf: Option<&'a RawValue>,
-    pub estack: Option<&'a RawValue>,
+    pub bind_id: Option<Raw<'a>>,
+    pub flow_in: Option<Raw<'a>>,
+    pub flow_out: Option<Raw<'a>>,
+    pub sf: Option<Raw<'a>>,
+    pub stack: Option<Raw<'a>>,
+    pub esf: Option<Raw<'a>>,
+    pub estack: Option<Raw<'a>>,
     pub cname: Option<Text<'a>>,
-    pub args: Option<&'a RawValue>,
+    pub args: Option<Raw<'a>>,
     /// Number of fields present (0 for `{}`).
     pub fields: u32,
     /// Fields tracex does not know, counted and dropped.
@@ -72,11 +94,11 @@ pub struct RawEvent<'a> {
 }
 
 /// `null` counts as absent.
-fn raw_opt(v: &RawValue) -> Option<&RawValue> {
+fn raw_opt(v: &RawValue) -> Option<Raw<'_>> {
     if v.get() == "null" {
         None
     } else {
-        Some(v)
+        Some(v.into())
     }
 }
 
@@ -142,9 +164,19 @@ impl<'de> Deserialize<'de> for RawEvent<'de> {
     }
 }
 
-/// Parses one event object.
-pub fn parse_event(bytes: &[u8]) -> Result<RawEvent<'_>, serde_json::Error> {
+pub use super::fast::parse_event as parse_event_fast;
+
+/// Parses one event object with serde only (the fast path's reference).
+pub fn parse_event_serde(bytes: &[u8]) -> Result<RawEvent<'_>, serde_json::Error> {
     serde_json::from_slice(bytes)
+}
+
+/// Parses one event object: by the fast path where it can, else by serde.
+pub fn parse_event(bytes: &[u8]) -> Result<RawEvent<'_>, serde_json::Error> {
+    match super::fast::parse_event(bytes) {
+        Some(e) => Ok(e),
+        None => parse_event_serde(bytes),
+    }
 }
 
 #[cfg(test)]

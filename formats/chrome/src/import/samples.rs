@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use tracex_ir::{Defs, Diagnostics, Location, ProcessId, Sample, StackId, TrackId};
 
 use super::ids::{IdKey, Identities};
+use super::raw::Raw;
 use crate::diag as d;
 use crate::number::micros_to_ns;
 
@@ -171,8 +172,8 @@ pub fn parse_top_samples(text: &str) -> Result<Vec<TopSample>, String> {
             let w = s.weight.unwrap_or(1.0);
             let weight = w.round() as i64;
             TopSample {
-                pid: s.pid.as_deref().map(|p| IdKey::of(Some(p)).0),
-                tid: IdKey::of(s.tid.as_deref()).0,
+                pid: s.pid.as_deref().map(|p| IdKey::of(Some(p.into())).0),
+                tid: IdKey::of(s.tid.as_deref().map(Raw::from)).0,
                 ts: s
                     .ts
                     .as_deref()
@@ -288,7 +289,7 @@ impl V8Profiles {
         key: (ProcessId, String),
         track: TrackId,
         ts: i64,
-        args: Option<&RawValue>,
+        args: Option<Raw<'_>>,
     ) -> Result<Vec<Sample>, String> {
         let args: ProfileArgs = match args {
             Some(a) => serde_json::from_str(a.get()).map_err(|e| e.to_string())?,

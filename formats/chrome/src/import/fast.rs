@@ -1,0 +1,392 @@
+//! The fast path of [`super::raw::parse_event`], for the common event: keys and text fields
+//! without escapes, nested values only in `args`. It validates the event as UTF-8 once and reads
+//! every field in one pass, where serde validates each string on its own and walks `args` twice
+//! (once to skip it, once to check it as a raw value). Anything else gives `None` and the caller
+//! parses the event with serde, so the two agree on every input: the same fields, and where the
+//! input is not valid JSON, serde's error.
+
+use std::borrow::Cow;
+
+use super::raw::{Raw, RawEvent, Text};
+
+/// The deepest nesting this path checks; deeper values go to serde (its own limit is 128).
+const MAX_DEPTH: usize = 64;
+
+/// The event in `bytes`, or `None` where serde must decide.
+pub fn parse_event(bytes: &[u8]) -> Option<RawEvent<'_>> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut p = Parser {
+        text,
+        b: text.as_bytes(),
+        i: 0,
+    };
+    let mut e = RawEvent::default();
+    p.ws();
+    p.eat(b'{')?;
+    p.ws();
+    if p.peek() == Some(b'}') {
+        p.i += 1;
+    } else {
+        loop {
+            let key = p.plain_string()?;
+            p.ws();
+            p.eat(b':')?;
+            p.ws();
+            e.fields += 1;
+            match key {
+                "ph" => e.ph = p.text_field()?,
+                "name" => e.name = p.text_field()?,
+                "cat" => e.cat = p.text_field()?,
+                "scope" => e.scope = p.text_field()?,
+                "s" => e.s = p.text_field()?,
+                "bp" => e.bp = p.text_field()?,
+                "cname" => e.cname = p.text_field()?,
+                "args" => e.args = p.raw_field(true)?,
+                "ts" => e.ts = p.raw_field(false)?,
+                "dur" => e.dur = p.raw_field(false)?,
+                "tts" => e.tts = p.raw_field(false)?,
+                "tdur" => e.tdur = p.raw_field(false)?,
+                "pid" => e.pid = p.raw_field(false)?,
+                "tid" => e.tid = p.raw_field(false)?,
+                "id" => e.id = p.raw_field(false)?,
+                "id2" => e.id2 = p.raw_field(false)?,
+                "bind_id" => e.bind_id = p.raw_field(false)?,
+                "flow_in" => e.flow_in = p.raw_field(false)?,
+                "flow_out" => e.flow_out = p.raw_field(false)?,
+                "sf" => e.sf = p.raw_field(false)?,
+                "stack" => e.stack = p.raw_field(false)?,
+                "esf" => e.esf = p.raw_field(false)?,
+                "estack" => e.estack = p.raw_field(false)?,
+                _ => {
+                    p.raw_field(false)?;
+                    e.unknown += 1;
+                    if e.first_unknown.is_none() {
+                        e.first_unknown = Some(key.to_owned());
+                    }
+                }
+            }
+            p.ws();
+            match p.next()? {
+                b',' => p.ws(),
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    p.ws();
+    (p.i == p.b.len()).then_some(e)
+}
+
+/// The key/value pairs of the JSON object `text`, values as raw text, where no key has an
+/// escape; `None` where serde must decide (escapes, deep nesting, or not an object).
+pub fn object_pairs(text: &str) -> Option<Vec<(Text<'_>, Raw<'_>)>> {
+    let mut p = Parser {
+        text,
+        b: text.as_bytes(),
+        i: 0,
+    };
+    let mut pairs = Vec::new();
+    p.ws();
+    p.eat(b'{')?;
+    p.ws();
+    if p.peek()? == b'}' {
+        p.i += 1;
+    } else {
+        loop {
+            let key = p.plain_string()?;
+            p.ws();
+            p.eat(b':')?;
+            p.ws();
+            let start = p.i;
+            p.value(0)?;
+            pairs.push((Text(Cow::Borrowed(key)), Raw::new(&text[start..p.i])));
+            p.ws();
+            match p.next()? {
+                b',' => p.ws(),
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    p.ws();
+    (p.i == p.b.len()).then_some(pairs)
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let c = self.peek()?;
+        self.i += 1;
+        Some(c)
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.next()? == c).then_some(())
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+            self.i += 1;
+        }
+    }
+
+    /// Moves past the closing quote of a string whose opening quote is at `i`; whether it had
+    /// escapes. `None`: a control character, or an escape serde may judge otherwise (`\u`).
+    fn skip_string(&mut self) -> Option<bool> {
+        self.eat(b'"')?;
+        let mut escaped = false;
+        loop {
+            match self.next()? {
+                b'"' => return Some(escaped),
+                b'\\' => {
+                    escaped = true;
+                    match self.next()? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                        _ => return None,
+                    }
+                }
+                c if c < 0x20 => return None,
+                _ => {}
+            }
+        }
+    }
+
+    /// A string without escapes, as its contents.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        let start = self.i + 1;
+        if self.skip_string()? {
+            return None;
+        }
+        // both ends are ASCII quotes, so char boundaries of the validated text
+        Some(&self.text[start..self.i - 1])
+    }
+
+    /// A text field: a string without escapes, or `null`.
+    fn text_field(&mut self) -> Option<Option<Text<'a>>> {
+        if self.peek()? == b'n' {
+            self.literal("null")?;
+            return Some(None);
+        }
+        Some(Some(Text(Cow::Borrowed(self.plain_string()?))))
+    }
+
+    /// A raw field: any scalar, objects and arrays only where `nested` allows; `null` is none.
+    fn raw_field(&mut self, nested: bool) -> Option<Option<Raw<'a>>> {
+        let start = self.i;
+        if !nested && matches!(self.peek()?, b'{' | b'[') {
+            return None;
+        }
+        self.value(0)?;
+        let raw = &self.text[start..self.i];
+        Some((raw != "null").then(|| Raw::new(raw)))
+    }
+
+    fn literal(&mut self, word: &str) -> Option<()> {
+        let end = self.i + word.len();
+        (self.b.get(self.i..end)? == word.as_bytes()).then_some(())?;
+        self.i = end;
+        Some(())
+    }
+
+    /// Moves past one JSON value.
+    fn value(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.skip_string().map(|_| ()),
+            b'{' => self.container(depth, b'}', true),
+            b'[' => self.container(depth, b']', false),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            b'n' => self.literal("null"),
+            _ => self.number(),
+        }
+    }
+
+    /// An object (`keyed`) or array, its opening bracket at `i`.
+    fn container(&mut self, depth: usize, close: u8, keyed: bool) -> Option<()> {
+        if depth == MAX_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        if self.peek()? == close {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            if keyed {
+                self.skip_string()?;
+                self.ws();
+                self.eat(b':')?;
+                self.ws();
+            }
+            self.value(depth + 1)?;
+            self.ws();
+            match self.next()? {
+                b',' => self.ws(),
+                c if c == close => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, JSON's number.
+    fn number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.next()? {
+            b'0' => {}
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            self.some_digits()?;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            self.some_digits()?;
+        }
+        Some(())
+    }
+
+    fn digits(&mut self) {
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.i += 1;
+        }
+    }
+
+    fn some_digits(&mut self) -> Option<()> {
+        let start = self.i;
+        self.digits();
+        (self.i > start).then_some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::super::raw::parse_event_serde;
+    use super::*;
+
+    /// The fast path never answers differently from serde: where it reads an event, serde
+    /// reads the same fields; where serde refuses one, the fast path leaves it to serde.
+    fn agrees(bytes: &[u8]) -> Option<bool> {
+        let fast = parse_event(bytes)?;
+        let serde = parse_event_serde(bytes).unwrap_or_else(|e| {
+            panic!(
+                "fast path read what serde refuses ({e}): {}",
+                String::from_utf8_lossy(bytes)
+            )
+        });
+        assert_eq!(fast, serde, "{}", String::from_utf8_lossy(bytes));
+        Some(true)
+    }
+
+    const TAKEN: &[&str] = &[
+        r#"{}"#,
+        r#"{"ph":"X","name":"aten::mm","cat":"cpu_op","pid":1,"tid":"t 2","ts":1712195495519689.047,"dur":41.321,"args":{"External id":1,"grid":[128,1,1],"x":{"y":[true,false,null,-0.5e-3]},"s":"a\"b\\c\/d\n"}}"#,
+        r#" { "ph" : "B" ,	"ts" : -12 , "id2" : 5 , "tts" : 0 }"#,
+        r#"{"ph":"X","ph":"B","name":"é ✓","ts":null,"dur":null,"cat":null}"#,
+        r#"{"ph":"s","id":"0x1f","bp":"e","scope":"s","zz":3,"yy":"q","bind_id":"7","flow_in":true,"flow_out":false}"#,
+        r#"{"ph":"C","name":"c","args":{"a":1E+5,"b":0,"c":-0.0,"d":{}},"sf":12,"esf":"3","cname":"good"}"#,
+        r#"{"pid":"p","args":{"k\"ey":1,"ü":"ß"},"stack":null,"estack":null}"#,
+    ];
+
+    const LEFT_TO_SERDE: &[&str] = &[
+        // escapes serde must read
+        r#"{"name":"a\"b"}"#,
+        r#"{"n\u0061me":"x"}"#,
+        r#"{"args":{"a":"\u00e9"}}"#,
+        // nested values outside args
+        r#"{"stack":["a","b"]}"#,
+        r#"{"id2":{"local":"0x1"}}"#,
+        r#"{"zz":{"a":1}}"#,
+        // not JSON
+        r#"{"ts":01}"#,
+        r#"{"ts":1.}"#,
+        r#"{"ts":-}"#,
+        r#"{"ts":1e}"#,
+        r#"{"ts":.5}"#,
+        r#"{"ts":+1}"#,
+        r#"{"ts":1,}"#,
+        "{\"name\":\"a\tb\"}",
+        r#"{"ph":5}"#,
+        r#"{"args":[1,2,]}"#,
+        r#"{"args":{"a":tru}}"#,
+        r#"{"args":{"a" 1}}"#,
+        r#"{"args":{"a":1}"#,
+        r#"{"ts":1}x"#,
+        r#"{"ts":NaN}"#,
+        r#"{"s":"\x"}"#,
+    ];
+
+    #[test]
+    fn reads_plain_events_as_serde_does() {
+        for t in TAKEN {
+            assert_eq!(agrees(t.as_bytes()), Some(true), "not taken: {t}");
+        }
+    }
+
+    #[test]
+    fn leaves_escapes_odd_nesting_and_bad_json_to_serde() {
+        for t in LEFT_TO_SERDE {
+            assert_eq!(parse_event(t.as_bytes()), None, "taken: {t}");
+        }
+        assert_eq!(parse_event(b"{\"name\":\"\xff\"}"), None, "not UTF-8");
+        // nesting deeper than the fast path checks
+        let deep = format!(r#"{{"args":{}1{}}}"#, "[".repeat(70), "]".repeat(70));
+        assert_eq!(parse_event(deep.as_bytes()), None);
+        assert!(parse_event_serde(deep.as_bytes()).is_ok());
+        let shallow = format!(r#"{{"args":{}1{}}}"#, "[".repeat(60), "]".repeat(60));
+        assert_eq!(agrees(shallow.as_bytes()), Some(true));
+    }
+
+    fn mutated() -> impl Strategy<Value = Vec<u8>> {
+        let alphabet: &[u8] = b"{}[]\":,\\ 0123456789.eE+-tfnulrsxa\t\xc3\xa9";
+        let edit = (
+            0usize..400,
+            0u8..3,
+            proptest::sample::select(alphabet.to_vec()),
+        );
+        (
+            proptest::sample::select(TAKEN.iter().skip(1).copied().collect::<Vec<_>>()),
+            proptest::collection::vec(edit, 1..4),
+        )
+            .prop_map(|(seed, edits)| {
+                let mut b = seed.as_bytes().to_vec();
+                for (at, op, c) in edits {
+                    let at = at % (b.len() + 1);
+                    match op {
+                        0 => b.insert(at, c),
+                        1 if at < b.len() => {
+                            b.remove(at);
+                        }
+                        _ if at < b.len() => b[at] = c,
+                        _ => b.push(c),
+                    }
+                }
+                b
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn never_disagrees_with_serde_on_mutated_events(bytes in mutated()) {
+            agrees(&bytes);
+        }
+    }
+}
