@@ -78,7 +78,9 @@ pub struct PendingFlowPoint {
     pub bind: FlowBind,
     pub name: Option<StrId>,
     pub cat: Option<StrId>,
-    pub location: Location,
+    /// Index of the input event it came from (diagnostics point at `event #n`): a number, not a
+    /// `Location`, as a trace may hold millions of points until the end.
+    pub event: u64,
 }
 
 /// Result of [`FlowPairer::pair`]: complete chains, plus what had no partner.
@@ -112,10 +114,10 @@ impl<K> Default for FlowPairer<K> {
     }
 }
 
-fn note(slot: &mut (u64, Option<Location>), at: &Location) {
+fn note(slot: &mut (u64, Option<Location>), p: &PendingFlowPoint) {
     slot.0 += 1;
     if slot.1.is_none() {
-        slot.1 = Some(at.clone());
+        slot.1 = Some(Location::Event(p.event));
     }
 }
 
@@ -176,10 +178,10 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
                     Some((_, chain)) => chain.push(p),
                     None => match ended.remove(&key) {
                         Some(from) => {
-                            note(&mut rebound, &p.location);
+                            note(&mut rebound, &p);
                             open.insert(key, (None, vec![from, p]));
                         }
-                        None => note(&mut out.end_without_start, &p.location),
+                        None => note(&mut out.end_without_start, &p),
                     },
                 },
                 FlowRole::End => match open.remove(&key) {
@@ -191,7 +193,7 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
                         chains.push((id, chain));
                     }
                     None if ended.contains_key(&key) => {
-                        note(&mut rebound, &p.location);
+                        note(&mut rebound, &p);
                         chains.push((None, vec![ended[&key].clone(), p]));
                     }
                     None => {
@@ -206,10 +208,10 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
                             Some(j) => {
                                 let (_, sseq, q) = &mut points[i + 1 + j];
                                 let s = q.take().expect("start");
-                                note(&mut end_first, &p.location);
+                                note(&mut end_first, &p);
                                 chains.push((source_ids[*sseq as usize], vec![s, p]));
                             }
-                            None => note(&mut out.end_without_start, &p.location),
+                            None => note(&mut out.end_without_start, &p),
                         }
                     }
                 },
@@ -236,14 +238,14 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
             if chain.len() >= 2 && src.is_some() {
                 let (id, renumbered) = defs.flow_id(*src);
                 if renumbered {
-                    diag.record(&kinds::FLOW_ID_RENUMBERED, chain[0].location.clone());
+                    diag.record(&kinds::FLOW_ID_RENUMBERED, Location::Event(chain[0].event));
                 }
                 ids[i] = Some(id);
             }
         }
         for (i, (_, chain)) in chains.into_iter().enumerate() {
             if chain.len() < 2 {
-                note(&mut out.start_without_end, &chain[0].location);
+                note(&mut out.start_without_end, &chain[0]);
                 continue;
             }
             let id = ids[i].unwrap_or_else(|| defs.new_flow_id());
@@ -288,7 +290,7 @@ mod tests {
             bind: FlowBind::Enclosing,
             name: None,
             cat: None,
-            location: Location::Event(ts as u64),
+            event: ts as u64,
         }
     }
 

@@ -110,8 +110,11 @@ struct Importer {
     async_tracks: FxHashMap<(ProcessId, u8, Box<str>), TrackId>,
     process_tracks: FxHashMap<ProcessId, TrackId>,
     counters: FxHashMap<(ProcessId, StrId, Option<StrId>, StrId), CounterId>,
-    flows_v1: FlowPairer<(Option<StrId>, Option<StrId>, Box<str>)>,
-    flows_v2: FlowPairer<Box<str>>,
+    flows_v1: FlowPairer<(Option<StrId>, Option<StrId>, u32)>,
+    flows_v2: FlowPairer<u32>,
+    /// Flow ids (their text, scope included) as small numbers: the pairers hold every flow
+    /// point until the end, and the two ends of a flow share one id.
+    flow_ids: FxHashMap<Box<str>, u32>,
     stacks: samples::Stacks,
     profiles: samples::V8Profiles,
     top_samples: Vec<samples::TopSample>,
@@ -131,6 +134,15 @@ fn text<'a>(t: &'a Option<Text<'_>>) -> Option<&'a str> {
 }
 
 impl Importer {
+    fn flow_key(&mut self, id: String) -> u32 {
+        if let Some(&k) = self.flow_ids.get(id.as_str()) {
+            return k;
+        }
+        let k = self.flow_ids.len() as u32;
+        self.flow_ids.insert(id.into_boxed_str(), k);
+        k
+    }
+
     fn loc(&self) -> Location {
         Location::Event(self.index)
     }
@@ -540,8 +552,9 @@ impl Importer {
                 return;
             }
         };
+        let key = self.flow_key(ids::id_text(bind));
         self.flows_v2.push_with_id(
-            ids::id_text(bind).into_boxed_str(),
+            key,
             ids::numeric_id(bind),
             PendingFlowPoint {
                 role,
@@ -550,7 +563,7 @@ impl Importer {
                 bind: FlowBind::Enclosing,
                 name: None,
                 cat: None,
-                location: self.loc(),
+                event: self.index,
             },
         );
     }
@@ -573,9 +586,10 @@ impl Importer {
         let cat = Self::intern_opt(ctx, &e.cat)
             .filter(|&c| ctx.defs.str(c) != crate::export::DEFAULT_FLOW_CAT);
         let id = ids::scoped_id(e.scope.as_ref().map(|s| s.as_str()), e.id, e.id2);
+        let key = self.flow_key(id);
         let source = e.id.and_then(ids::numeric_id);
         self.flows_v1.push_with_id(
-            (cat, name, id.into_boxed_str()),
+            (cat, name, key),
             source,
             PendingFlowPoint {
                 role,
@@ -584,7 +598,7 @@ impl Importer {
                 bind,
                 name,
                 cat,
-                location: self.loc(),
+                event: self.index,
             },
         );
     }

@@ -239,7 +239,7 @@ impl<'a, 'c> Handler<'a, 'c> {
                     bind: FlowBind::Enclosing,
                     name,
                     cat,
-                    location: Location::Event(self.index),
+                    event: self.index,
                 },
             );
         }
@@ -284,7 +284,7 @@ impl<'a, 'c> Handler<'a, 'c> {
                         },
                         name: x.flow_name,
                         cat: x.flow_cat,
-                        location: self.here(),
+                        event: self.index.saturating_sub(1),
                     },
                 ));
             }
