@@ -456,7 +456,9 @@ proptest! {
 /// so does the importer.
 #[test]
 fn fast_path_reads_every_real_event_as_serde_does() {
-    use tracex_chrome::import::raw::{parse_event, parse_event_fast, parse_event_serde};
+    use tracex_chrome::import::fast::parse_event as parse_event_fast;
+    use tracex_chrome::import::parse_event;
+    use tracex_chrome::import::raw::parse_event_serde;
     use tracex_chrome::import::tokenizer::{Item, Tokenizer};
     let mut files: Vec<PathBuf> = std::fs::read_dir(own(""))
         .unwrap()

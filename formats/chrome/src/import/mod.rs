@@ -6,7 +6,7 @@
 //! order at the end, as viewers do), and the top-level `samples`.
 
 mod args;
-mod fast;
+pub mod fast;
 mod ids;
 pub mod raw;
 mod rocprof;
@@ -29,7 +29,7 @@ use crate::number::{micros_to_ns, parse_i64};
 use crate::options::ImportOptions;
 pub use ids::IDENTITY;
 use ids::{Identities, MetaTarget};
-use raw::{parse_event, Raw, RawEvent, Text};
+use raw::{Raw, RawEvent, Text};
 use tokenizer::{Item, TokError, Tokenizer};
 
 /// Reads a Chrome trace from `reader` (already decompressed) into `ctx`.
@@ -89,6 +89,14 @@ pub fn import<R: Read>(reader: R, _opts: &ImportOptions, ctx: &mut ImportCtx) ->
         None::<String>,
     );
     imp.finish(ctx)
+}
+
+/// Parses one event object: by the [`fast`] path where it can, else by serde.
+pub fn parse_event(bytes: &[u8]) -> std::result::Result<RawEvent<'_>, serde_json::Error> {
+    match fast::parse_event(bytes) {
+        Some(e) => Ok(e),
+        None => raw::parse_event_serde(bytes),
+    }
 }
 
 /// Keys of begin/end matching.

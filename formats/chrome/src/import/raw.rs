@@ -164,19 +164,9 @@ impl<'de> Deserialize<'de> for RawEvent<'de> {
     }
 }
 
-pub use super::fast::parse_event as parse_event_fast;
-
-/// Parses one event object with serde only (the fast path's reference).
+/// Parses one event object with serde (any event; the fast path's reference).
 pub fn parse_event_serde(bytes: &[u8]) -> Result<RawEvent<'_>, serde_json::Error> {
     serde_json::from_slice(bytes)
-}
-
-/// Parses one event object: by the fast path where it can, else by serde.
-pub fn parse_event(bytes: &[u8]) -> Result<RawEvent<'_>, serde_json::Error> {
-    match super::fast::parse_event(bytes) {
-        Some(e) => Ok(e),
-        None => parse_event_serde(bytes),
-    }
 }
 
 #[cfg(test)]
@@ -185,7 +175,7 @@ mod tests {
 
     #[test]
     fn borrows_and_keeps_raw_numbers() {
-        let e = parse_event(br#"{"ph":"X","name":"a\"b","ts":1.5,"pid":"Spans","args":{"x":[1]},"zz":3,"dur":null}"#).unwrap();
+        let e = parse_event_serde(br#"{"ph":"X","name":"a\"b","ts":1.5,"pid":"Spans","args":{"x":[1]},"zz":3,"dur":null}"#).unwrap();
         assert_eq!(e.ph.unwrap().as_str(), "X");
         assert_eq!(e.name.unwrap().as_str(), "a\"b");
         assert_eq!(e.ts.unwrap().get(), "1.5");
@@ -194,7 +184,7 @@ mod tests {
         assert!(e.dur.is_none());
         assert_eq!((e.unknown, e.first_unknown.as_deref()), (1, Some("zz")));
         assert_eq!(e.fields, 7);
-        assert!(parse_event(b"{}").unwrap().fields == 0);
-        assert!(parse_event(b"[1]").is_err());
+        assert!(parse_event_serde(b"{}").unwrap().fields == 0);
+        assert!(parse_event_serde(b"[1]").is_err());
     }
 }
