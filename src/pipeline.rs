@@ -69,7 +69,7 @@ impl Stage for Tail<'_> {
 /// The stages in front of a sink, which they borrow: the caller reads its sink afterwards.
 pub enum Chain<'a> {
     Direct(OverlapRouter<FlowBinder<Tail<'a>>>),
-    Sorted(Sorter<OverlapRouter<FlowBinder<Tail<'a>>>>),
+    Sorted(Box<Sorter<OverlapRouter<FlowBinder<Tail<'a>>>>>),
 }
 
 impl<'a> Chain<'a> {
@@ -81,7 +81,7 @@ impl<'a> Chain<'a> {
         };
         let routed = OverlapRouter::new(FlowBinder::new(tail));
         if sort {
-            Chain::Sorted(Sorter::with_budget(routed, mem_budget))
+            Chain::Sorted(Box::new(Sorter::with_budget(routed, mem_budget)))
         } else {
             Chain::Direct(routed)
         }
