@@ -2,8 +2,8 @@
 //! correlationId): correlation ids are per-process counters, so the id alone would pair calls of
 //! one process with work of another.
 //!
-//! For each GPU table, a join of the API calls with that table in API-call order gives the flow
-//! starts; each start is emitted at its call and remembered until the GPU row is emitted, which
+//! For each GPU table, a join of the API calls with that table in API-call order
+//! ([`crate::join`]) gives the flow starts; each start is emitted at its call and remembered until the GPU row is emitted, which
 //! then gets the flow's end. Memory holds only launches whose work has not started yet.
 
 use std::sync::Arc;
@@ -14,14 +14,15 @@ use crate::catalogue::{COMMON, GPU_TABLES, SRC_KERNEL};
 use crate::db::{Cols, Row, Schema, Table};
 use crate::decoded::{Decoded, Hook, Skip};
 use crate::importer::Importer;
-use crate::plan::{order_by, Kind, Query, StreamDef};
+use crate::join::LaunchJoin;
+use crate::plan::{Kind, StreamDef};
 use crate::spool::Spool;
 
 /// The GPU columns a launch reads to know that its GPU row will be emitted (the ones
 /// [`crate::gpu::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass):
 /// `start` … `globalPid`, and the correlation id (the flow's id, as Kineto's): the head of
 /// [`COMMON`].
-const GPU_COLUMNS: &[&str] = COMMON.split_at(7).0;
+pub const GPU_COLUMNS: &[&str] = COMMON.split_at(7).0;
 
 /// Columns of a launch row: r.rowid, r.start, r.globalTid, g.rowid, then [`GPU_COLUMNS`].
 pub const LAUNCH_COLUMNS: usize = 4 + GPU_COLUMNS.len();
@@ -33,39 +34,6 @@ pub fn tables(schema: &Schema, gpu: &str) -> Option<(Table, Table)> {
     let ok = r.has("correlationId") && r.has("start") && r.has("globalTid");
     let ok = ok && g.has("correlationId") && g.has("globalPid") && g.has("start");
     ok.then_some((r, g))
-}
-
-/// The launches of GPU table `g` by API table `r`, joined on (process, correlationId), in
-/// API-call order. CROSS JOIN keeps the API table as the outer loop, so the join is in time
-/// order when that table is stored in time order.
-pub fn launch_query(r: &Table, g: &Table) -> Query {
-    let rc = |c: &str| format!("r.{}", r.col(c));
-    let gc = |c: &str| format!("g.{}", g.col(c));
-    let class = if r.has("eventClass") {
-        format!(" AND {} IN (0, 1)", rc("eventClass"))
-    } else {
-        String::new()
-    };
-    let select = format!(
-        "SELECT r.rowid, {rs}, {rt}, g.rowid, {gcols} FROM {rn} r CROSS JOIN {gn} g \
-         ON {gk} = {rk} AND ({gp} >> 24) = ({rt} >> 24) WHERE 1{class}",
-        rs = rc("start"),
-        rt = rc("globalTid"),
-        rk = rc("correlationId"),
-        gcols = GPU_COLUMNS
-            .iter()
-            .map(|c| gc(c))
-            .collect::<Vec<_>>()
-            .join(", "),
-        gk = gc("correlationId"),
-        gp = gc("globalPid"),
-        rn = r.sql_name(),
-        gn = g.sql_name(),
-    );
-    let keys = format!("{}, r.rowid, g.rowid", rc("start"));
-    Query::ordered(r, "start", Some("end"), |sorted| {
-        format!("{select}{}", order_by(sorted, &keys))
-    })
 }
 
 /// Whether the kernel launches are read for flows (the nvtx-kernel pass then shares them).
@@ -99,7 +67,7 @@ pub fn plans(
         let kind = Kind::Launch { src: spec.src };
         match (&kernel_spool, spec.src == SRC_KERNEL) {
             (Some(spool), true) => out.push(StreamDef::spooled(&r.name, spool.clone(), kind)),
-            _ => out.push(StreamDef::new(&r, launch_query(&r, &g), kind)),
+            _ => out.push(StreamDef::joined(LaunchJoin::new(&r, &g), kind)),
         }
     }
     sources

@@ -22,6 +22,7 @@ mod identity;
 mod import;
 mod importer;
 mod instants;
+mod join;
 mod merge;
 mod meta;
 mod nvtx;

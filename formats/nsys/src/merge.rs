@@ -17,6 +17,7 @@ use crate::db::{self, rowid, sqlite_error, Row};
 use crate::decoded::{Hook, Skip};
 use crate::diag::record_skip;
 use crate::dispatch::Decoder;
+use crate::join::LaunchJoin;
 use crate::plan::{Orders, Query, Source, StreamDef};
 use crate::projection::Pass;
 use crate::spool::{Next, SpoolReader};
@@ -91,6 +92,31 @@ fn read(
             }
         }
     }
+    if !values.is_empty() {
+        let _ = tx.send(Msg::Rows { columns, values });
+    }
+    Ok(())
+}
+
+/// Runs the launch join of `def` on a connection of its own and sends its rows.
+fn read_join(path: &Path, join: &LaunchJoin, orders: &Orders, tx: &SyncSender<Msg>) -> Result<()> {
+    let conn = db::open(path)?;
+    let columns = crate::flows::LAUNCH_COLUMNS;
+    let mut values = Vec::with_capacity(BATCH_ROWS * columns);
+    join.run(&conn, orders, |row| {
+        values.extend_from_slice(row);
+        if values.len() >= BATCH_ROWS * columns {
+            let full = std::mem::replace(&mut values, Vec::with_capacity(BATCH_ROWS * columns));
+            // false: the merge stopped
+            return Ok(tx
+                .send(Msg::Rows {
+                    columns,
+                    values: full,
+                })
+                .is_ok());
+        }
+        Ok(true)
+    })?;
     if !values.is_empty() {
         let _ = tx.send(Msg::Rows { columns, values });
     }
@@ -237,6 +263,19 @@ pub fn run(
                     };
                     std::thread::Builder::new()
                         .name(format!("nsys {}", def.table))
+                        .spawn_scoped(scope, reader)
+                        .map_err(Error::Io)?;
+                    Feed::Channel(rx)
+                }
+                Source::Join(join) => {
+                    let (tx, rx) = sync_channel(AHEAD);
+                    let reader = move || {
+                        if let Err(e) = read_join(path, join, orders, &tx) {
+                            let _ = tx.send(Msg::Failed(e));
+                        }
+                    };
+                    std::thread::Builder::new()
+                        .name(format!("nsys {} join", def.table))
                         .spawn_scoped(scope, reader)
                         .map_err(Error::Io)?;
                     Feed::Channel(rx)

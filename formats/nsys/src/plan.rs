@@ -13,6 +13,7 @@ use tracex_ir::{Location, Result, StrId};
 use crate::catalogue::{CpuTable, GpuTable, How, InstantTable};
 use crate::db::{sqlite_error, Schema, Table};
 use crate::diag::record_rows;
+use crate::join::LaunchJoin;
 use crate::options::{Activities, Activity};
 use crate::spool::Spool;
 use tracex_ir::{Defs, Diagnostics};
@@ -152,6 +153,8 @@ pub enum Source {
     Query(Query),
     /// A spool that a producer thread writes (the nvtx-kernel pass).
     Spool(Arc<Spool>),
+    /// The launch join, run on the stream's own reader thread.
+    Join(LaunchJoin),
 }
 
 /// One stream feeding the merge.
@@ -169,6 +172,16 @@ impl StreamDef {
         StreamDef {
             table: table.name.clone(),
             source: Source::Query(query),
+            kind,
+            unique_rowid: false,
+        }
+    }
+
+    /// The launches of `join`.
+    pub fn joined(join: LaunchJoin, kind: Kind) -> StreamDef {
+        StreamDef {
+            table: join.api_table().name.clone(),
+            source: Source::Join(join),
             kind,
             unique_rowid: false,
         }

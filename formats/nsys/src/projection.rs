@@ -23,6 +23,7 @@ use crate::decoded::{Decoded, Hook, Parts};
 use crate::flows;
 use crate::identity::GlobalId;
 use crate::importer::Importer;
+use crate::join::LaunchJoin;
 use crate::nvtx::{name_sql, prefix_filter, PUSH_POP};
 use crate::options::Activity;
 use crate::plan::{order_by, Kind, Orders, Query, StreamDef};
@@ -52,7 +53,7 @@ struct Open {
 /// projections, and the launches too when the flows read them (one join for both).
 pub struct Pass {
     ranges: Query,
-    launches: Query,
+    launches: LaunchJoin,
     table: String,
     projections: Arc<Spool>,
     /// Where the kernel launches go for the flows, when they are read.
@@ -110,7 +111,7 @@ pub fn plan(
         stream,
         Pass {
             ranges,
-            launches: flows::launch_query(&r, &k),
+            launches: LaunchJoin::new(&r, &k),
             table: n.name.clone(),
             projections,
             launch_spool,
@@ -167,38 +168,25 @@ fn next_range(rows: &mut rusqlite::Rows) -> rusqlite::Result<Option<RangeRow>> {
     Ok(None)
 }
 
-/// The next launch of the join ([`flows::launch_query`]: r.rowid, r.start, r.globalTid,
-/// g.rowid, g.start, g.end, g.deviceId, g.contextId, g.streamId, g.globalPid), passed on to
-/// `spool` when the flows read it; `None` in the row for one the sweep cannot use.
-fn next_launch(
-    rows: &mut rusqlite::Rows,
-    spool: &mut Option<SpoolWriter>,
-) -> Result<Option<Option<LaunchRow>>> {
-    let Some(r) = rows
-        .next()
-        .map_err(|e| sqlite_error(Location::Nowhere, "cannot read launches", e))?
-    else {
-        return Ok(None);
+/// A launch of the join ([`crate::join`]: r.rowid, r.start, r.globalTid, g.rowid, g.start,
+/// g.end, g.deviceId, g.contextId, g.streamId, g.globalPid), or `None` for one the sweep cannot
+/// use.
+fn launch_of(r: &[SqlValue]) -> Option<LaunchRow> {
+    let int = |i: usize| match r.get(i) {
+        Some(SqlValue::Integer(v)) => Some(*v),
+        _ => None,
     };
-    if let Some(w) = spool {
-        let values: Vec<SqlValue> = (0..flows::LAUNCH_COLUMNS)
-            .map(|i| r.get_ref(i).map(SqlValue::from).unwrap_or(SqlValue::Null))
-            .collect();
-        w.row(&values)?;
+    match (int(1), int(2), int(4), int(6), int(9)) {
+        (Some(ts), Some(gtid), Some(ks), Some(device), Some(gpid)) => Some(LaunchRow {
+            ts,
+            gtid,
+            ks,
+            ke: int(5),
+            device,
+            gpid,
+        }),
+        _ => None,
     }
-    Ok(Some(
-        match (int(r, 1), int(r, 2), int(r, 4), int(r, 6), int(r, 9)) {
-            (Some(ts), Some(gtid), Some(ks), Some(device), Some(gpid)) => Some(LaunchRow {
-                ts,
-                gtid,
-                ks,
-                ke: int(r, 5),
-                device,
-                gpid,
-            }),
-            _ => None,
-        },
-    ))
 }
 
 /// Pops the ranges of `gtid` that ended at or before `ts`.
@@ -420,86 +408,113 @@ impl Pass {
             rowid: 0,
         };
         let err = |e| sqlite_error(at.clone(), "cannot project NVTX ranges onto kernels", e);
-        let mut waiting = Waiting::new(conn, SPILL_AT).map_err(err)?;
+        let mut sweep = Sweep {
+            waiting: Waiting::new(conn, SPILL_AT).map_err(err)?,
+            open: FxHashMap::default(),
+            done: Vec::new(),
+            since_release: 0,
+            projections,
+        };
         let mut ranges_stmt = conn.prepare(self.ranges.sql(conn, orders)).map_err(err)?;
-        let mut launch_stmt = conn.prepare(self.launches.sql(conn, orders)).map_err(err)?;
         let mut ranges = ranges_stmt
             .query(rusqlite::params_from_iter(self.ranges.params.iter()))
             .map_err(err)?;
-        let mut launches = launch_stmt.query([]).map_err(err)?;
-        let mut open: FxHashMap<i64, Vec<Open>> = FxHashMap::default();
-        let mut done = Vec::new();
-        let (mut since_release, mut since_publish) = (0, 0);
         let mut range = next_range(&mut ranges).map_err(err)?;
-        let mut launch = next_launch(&mut launches, launch_out)?;
-        loop {
-            // at equal times the range comes first: a launch at its start is inside it
-            let now = match (&range, &launch) {
-                (None, None) => break,
-                (Some(n), Some(Some(l))) if n.start <= l.ts => n.start,
-                (Some(n), None) => n.start,
-                (_, Some(Some(l))) => l.ts,
-                (_, Some(None)) => {
-                    // a launch the sweep cannot use (the flows still get it)
-                    launch = next_launch(&mut launches, launch_out)?;
-                    continue;
+        let mut since_publish = 0;
+        self.launches.run(conn, orders, |row| {
+            if let Some(w) = launch_out.as_mut() {
+                w.row(row)?;
+            }
+            // a launch the sweep cannot use (the flows still get it)
+            if let Some(l) = launch_of(row) {
+                // at equal times the range comes first: a launch at its start is inside it
+                while let Some(n) = range.take_if(|n| n.start <= l.ts) {
+                    sweep.range(n)?;
+                    range = next_range(&mut ranges).map_err(err)?;
                 }
-            };
-            if range.as_ref().is_some_and(|n| n.start == now) {
-                let n = range.take().expect("a range");
-                close(&mut open, n.gtid, n.start, &mut done);
-                open.entry(n.gtid).or_default().push(Open {
-                    end: n.end.unwrap_or(i64::MAX),
-                    rowid: n.rowid,
-                    gtid: n.gtid,
-                    name: n.name,
-                    gpus: Vec::new(),
-                });
-                range = next_range(&mut ranges).map_err(err)?;
-            } else if let Some(Some(l)) = launch.take() {
-                close(&mut open, l.gtid, l.ts, &mut done);
-                // GPU work that starts before its launch gets no flow either; leaving it out
-                // keeps every projection at or after the sweep position.
-                if let (Some(stack), true) = (open.get_mut(&l.gtid), l.ks > l.ts) {
-                    let ke = l.ke.unwrap_or(l.ks).max(l.ks);
-                    cover(stack, (GlobalId(l.gpid).machine(), l.device), l.ks, ke);
-                }
-                launch = next_launch(&mut launches, launch_out)?;
-                since_publish += 1;
-                if since_publish >= PUBLISH_LAUNCHES_EVERY {
-                    since_publish = 0;
-                    if let Some(w) = launch_out {
-                        w.publish(None)?;
-                    }
+                sweep.launch(l)?;
+            }
+            since_publish += 1;
+            if since_publish >= PUBLISH_LAUNCHES_EVERY {
+                since_publish = 0;
+                if let Some(w) = launch_out.as_mut() {
+                    w.publish(None)?;
                 }
             }
-            for o in done.drain(..) {
-                waiting.add(o).map_err(err)?;
-            }
-            since_release += 1;
-            if since_release >= RELEASE_EVERY {
-                since_release = 0;
-                // ranges of quiet threads end too
-                let threads: Vec<i64> = open.keys().copied().collect();
-                for gtid in threads {
-                    close(&mut open, gtid, now, &mut done);
-                }
-                for o in done.drain(..) {
-                    waiting.add(o).map_err(err)?;
-                }
-                let open_first = open
-                    .values()
-                    .flatten()
-                    .flat_map(|o| o.gpus.iter().map(|c| c.first))
-                    .min()
-                    .unwrap_or(i64::MAX);
-                waiting.release(now.min(open_first), projections)?;
-            }
+            Ok(true)
+        })?;
+        while let Some(n) = range.take() {
+            sweep.range(n)?;
+            range = next_range(&mut ranges).map_err(err)?;
         }
-        for o in open.into_values().flatten() {
-            waiting.add(o).map_err(err)?;
+        for o in sweep.open.into_values().flatten() {
+            sweep.waiting.add(o).map_err(err)?;
         }
-        waiting.release(i64::MAX, projections)
+        sweep.waiting.release(i64::MAX, sweep.projections)
+    }
+}
+
+/// The state of the sweep.
+struct Sweep<'c, 'w, 'p> {
+    waiting: Waiting<'c>,
+    open: FxHashMap<i64, Vec<Open>>,
+    done: Vec<Open>,
+    since_release: u32,
+    projections: &'p mut SpoolWriter<'w>,
+}
+
+impl Sweep<'_, '_, '_> {
+    fn range(&mut self, n: RangeRow) -> Result<()> {
+        close(&mut self.open, n.gtid, n.start, &mut self.done);
+        self.open.entry(n.gtid).or_default().push(Open {
+            end: n.end.unwrap_or(i64::MAX),
+            rowid: n.rowid,
+            gtid: n.gtid,
+            name: n.name,
+            gpus: Vec::new(),
+        });
+        self.step(n.start)
+    }
+
+    fn launch(&mut self, l: LaunchRow) -> Result<()> {
+        close(&mut self.open, l.gtid, l.ts, &mut self.done);
+        // GPU work that starts before its launch gets no flow either; leaving it out keeps
+        // every projection at or after the sweep position.
+        if let (Some(stack), true) = (self.open.get_mut(&l.gtid), l.ks > l.ts) {
+            let ke = l.ke.unwrap_or(l.ks).max(l.ks);
+            cover(stack, (GlobalId(l.gpid).machine(), l.device), l.ks, ke);
+        }
+        self.step(l.ts)
+    }
+
+    /// After each range or launch at time `now`: finished projections wait; every
+    /// [`RELEASE_EVERY`] steps, those that can no longer be preceded go to the merge.
+    fn step(&mut self, now: i64) -> Result<()> {
+        let err = |e| sqlite_error(Location::Nowhere, "cannot keep NVTX projections", e);
+        for o in self.done.drain(..) {
+            self.waiting.add(o).map_err(err)?;
+        }
+        self.since_release += 1;
+        if self.since_release < RELEASE_EVERY {
+            return Ok(());
+        }
+        self.since_release = 0;
+        // ranges of quiet threads end too
+        let threads: Vec<i64> = self.open.keys().copied().collect();
+        for gtid in threads {
+            close(&mut self.open, gtid, now, &mut self.done);
+        }
+        for o in self.done.drain(..) {
+            self.waiting.add(o).map_err(err)?;
+        }
+        let open_first = self
+            .open
+            .values()
+            .flatten()
+            .flat_map(|o| o.gpus.iter().map(|c| c.first))
+            .min()
+            .unwrap_or(i64::MAX);
+        self.waiting.release(now.min(open_first), self.projections)
     }
 }
 

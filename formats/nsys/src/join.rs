@@ -1,0 +1,389 @@
+//! The launch join in tracex instead of SQL: API calls with the GPU work they launched, on
+//! (process, correlationId). SQLite ran it as a nested loop over an automatic index that it
+//! rebuilt on every run (a B-tree insert per GPU row, a B-tree search per API call: a third of
+//! an import in the profiles); here the GPU rows are read once into a vector sized from
+//! `count(*)` and found by a dense array per process (correlation ids are per-process counters),
+//! and API calls not stored in time order are sorted in memory instead of by SQLite's sorter.
+//!
+//! Rows come out as the SQL join gave them: [`LAUNCH_COLUMNS`] values (r.rowid, r.start,
+//! r.globalTid, g.rowid, then [`GPU_COLUMNS`]), in API-call order (`start`, then rowid; the rowid
+//! order when the table is stored in time order) and, for one call, in GPU rowid order. Values
+//! that are not integers or NULL are kept as they are (they only name what is wrong).
+//! Memory: 64 bytes per GPU row (and 32 per API call for a table not in time order).
+
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::Connection;
+use rustc_hash::FxHashMap;
+use tracex_ir::{Location, Result};
+
+use crate::db::{sqlite_error, Table};
+use crate::flows::{GPU_COLUMNS, LAUNCH_COLUMNS};
+use crate::plan::{row_count, OrderCheck, Orders};
+
+/// The join of the API calls of `api` with the GPU rows of `gpu`.
+#[derive(Clone, Debug)]
+pub struct LaunchJoin {
+    api: Table,
+    gpu: Table,
+}
+
+/// One cell: NULL, an integer, or another value kept aside (by row and column).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    Null,
+    Int,
+    Odd,
+}
+
+/// Integer cells inline, column 0 being the rowid; anything else in `odd`, by rowid and
+/// column (so that rows can be sorted in place).
+struct Cells<const N: usize> {
+    rows: Vec<([i64; N], [Tag; N])>,
+    odd: FxHashMap<(i64, u8), SqlValue>,
+}
+
+impl<const N: usize> Cells<N> {
+    fn with_capacity(n: usize) -> Self {
+        Cells {
+            rows: Vec::with_capacity(n),
+            odd: FxHashMap::default(),
+        }
+    }
+
+    /// Appends the first `N` columns of `row`, the first one being its rowid.
+    fn push(&mut self, row: &rusqlite::Row) -> rusqlite::Result<()> {
+        let mut v = [0i64; N];
+        let mut t = [Tag::Null; N];
+        for i in 0..N {
+            match row.get_ref(i)? {
+                ValueRef::Null => {}
+                ValueRef::Integer(x) => (v[i], t[i]) = (x, Tag::Int),
+                other => {
+                    t[i] = Tag::Odd;
+                    self.odd.insert((v[0], i as u8), SqlValue::from(other));
+                }
+            }
+        }
+        self.rows.push((v, t));
+        Ok(())
+    }
+
+    fn int(&self, row: usize, col: usize) -> Option<i64> {
+        let (v, t) = &self.rows[row];
+        (t[col] == Tag::Int).then_some(v[col])
+    }
+
+    fn value(&self, row: usize, col: usize) -> SqlValue {
+        let (v, t) = &self.rows[row];
+        match t[col] {
+            Tag::Null => SqlValue::Null,
+            Tag::Int => SqlValue::Integer(v[col]),
+            Tag::Odd => self.odd[&(v[0], col as u8)].clone(),
+        }
+    }
+}
+
+/// GPU columns read: the rowid, then [`GPU_COLUMNS`].
+const G: usize = 1 + GPU_COLUMNS.len();
+const G_PID: usize = 6;
+const G_CORR: usize = 7;
+/// API columns read: rowid, start, globalTid, correlationId.
+const A: usize = 4;
+
+/// Where the GPU rows of one correlation id start in the sorted vector, per process.
+enum Slots {
+    /// Index + 1 by `corr - min` (0: none), when ids are dense enough.
+    Dense {
+        min: i64,
+        first: Vec<u32>,
+    },
+    Sparse(FxHashMap<i64, u32>),
+}
+
+/// The GPU rows sorted by (process, correlation id, rowid), with their slots per process.
+struct GpuIndex {
+    cells: Cells<G>,
+    by_process: FxHashMap<i64, Slots>,
+}
+
+/// The process part of a globalPid or globalTid (the join's `>> 24`).
+fn process_of(global: i64) -> i64 {
+    global >> 24
+}
+
+impl GpuIndex {
+    fn load(conn: &Connection, g: &Table) -> Result<GpuIndex> {
+        let at = Location::Row {
+            table: g.name.clone(),
+            rowid: 0,
+        };
+        let err = |e| sqlite_error(at.clone(), "cannot read GPU work for the launch join", e);
+        let n = row_count(conn, g)? as usize;
+        let sql = format!(
+            "SELECT rowid, {} FROM {}",
+            g.select_list(GPU_COLUMNS),
+            g.sql_name()
+        );
+        let mut stmt = conn.prepare(&sql).map_err(err)?;
+        let mut rows = stmt.query([]).map_err(err)?;
+        let mut cells = Cells::<G>::with_capacity(n);
+        while let Some(r) = rows.next().map_err(err)? {
+            // rows that cannot join are not kept
+            if let (Ok(ValueRef::Integer(_)), Ok(ValueRef::Integer(_))) =
+                (r.get_ref(G_PID), r.get_ref(G_CORR))
+            {
+                cells.push(r).map_err(err)?;
+            }
+        }
+        cells
+            .rows
+            .sort_unstable_by_key(|(v, _)| (process_of(v[G_PID]), v[G_CORR], v[0]));
+        let mut by_process: FxHashMap<i64, Slots> = FxHashMap::default();
+        let mut i = 0;
+        while i < cells.rows.len() {
+            // one process: rows i..j
+            let p = process_of(cells.rows[i].0[G_PID]);
+            let mut j = i;
+            while j < cells.rows.len() && process_of(cells.rows[j].0[G_PID]) == p {
+                j += 1;
+            }
+            let (min, max) = (cells.rows[i].0[G_CORR], cells.rows[j - 1].0[G_CORR]);
+            let span = (max as i128 - min as i128 + 1) as u128;
+            let dense = span <= 4 * (j - i) as u128 + 1024;
+            let mut slots = match dense {
+                true => Slots::Dense {
+                    min,
+                    first: vec![0; span as usize],
+                },
+                false => Slots::Sparse(FxHashMap::default()),
+            };
+            for k in i..j {
+                let corr = cells.rows[k].0[G_CORR];
+                if k > i && cells.rows[k - 1].0[G_CORR] == corr {
+                    continue;
+                }
+                match &mut slots {
+                    Slots::Dense { min, first } => first[(corr - *min) as usize] = k as u32 + 1,
+                    Slots::Sparse(m) => {
+                        m.insert(corr, k as u32);
+                    }
+                }
+            }
+            by_process.insert(p, slots);
+            i = j;
+        }
+        Ok(GpuIndex { cells, by_process })
+    }
+
+    /// The rows of (`process`, `corr`): a range of the sorted vector.
+    fn find(&self, process: i64, corr: i64) -> std::ops::Range<usize> {
+        let first = match self.by_process.get(&process) {
+            Some(Slots::Dense { min, first }) => corr
+                .checked_sub(*min)
+                .and_then(|d| usize::try_from(d).ok())
+                .and_then(|d| first.get(d))
+                .and_then(|&f| f.checked_sub(1)),
+            Some(Slots::Sparse(m)) => m.get(&corr).copied(),
+            None => None,
+        };
+        let Some(first) = first.map(|f| f as usize) else {
+            return 0..0;
+        };
+        let mut end = first;
+        let rows = &self.cells.rows;
+        while end < rows.len()
+            && rows[end].0[G_CORR] == corr
+            && process_of(rows[end].0[G_PID]) == process
+        {
+            end += 1;
+        }
+        first..end
+    }
+}
+
+impl LaunchJoin {
+    pub fn new(api: &Table, gpu: &Table) -> LaunchJoin {
+        LaunchJoin {
+            api: api.clone(),
+            gpu: gpu.clone(),
+        }
+    }
+
+    /// The API table (for error locations).
+    pub fn api_table(&self) -> &Table {
+        &self.api
+    }
+
+    /// Runs the join on `conn`, handing each row to `f` in order; `f` returns false to stop.
+    pub fn run(
+        &self,
+        conn: &Connection,
+        orders: &Orders,
+        mut f: impl FnMut(&[SqlValue]) -> Result<bool>,
+    ) -> Result<()> {
+        let r = &self.api;
+        let index = GpuIndex::load(conn, &self.gpu)?;
+        let at = |rowid| Location::Row {
+            table: r.name.clone(),
+            rowid,
+        };
+        let err = |e| sqlite_error(at(0), "cannot read API calls for the launch join", e);
+        let class = match r.has("eventClass") {
+            true => format!(" WHERE {} IN (0, 1)", r.col("eventClass")),
+            false => String::new(),
+        };
+        let sql = format!(
+            "SELECT rowid, {} FROM {}{class}",
+            r.select_list(&["start", "globalTid", "correlationId"]),
+            r.sql_name()
+        );
+        let check = OrderCheck {
+            table: r.clone(),
+            ts: "start",
+            end: Some("end"),
+        };
+        let in_order = orders.is_time_ordered(conn, &check);
+        let mut stmt = conn.prepare(&sql).map_err(err)?;
+        let mut rows = stmt.query([]).map_err(err)?;
+        let mut out: [SqlValue; LAUNCH_COLUMNS] = std::array::from_fn(|_| SqlValue::Null);
+        let mut emit = |api: &Cells<A>, i: usize| -> Result<bool> {
+            let (Some(gtid), Some(corr)) = (api.int(i, 2), api.int(i, 3)) else {
+                return Ok(true);
+            };
+            for k in index.find(process_of(gtid), corr) {
+                for c in 0..3 {
+                    out[c] = api.value(i, c);
+                }
+                for c in 0..G {
+                    out[3 + c] = index.cells.value(k, c);
+                }
+                if !f(&out)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
+        if in_order {
+            // one call at a time, in storage order
+            let mut one = Cells::<A>::with_capacity(1);
+            while let Some(row) = rows.next().map_err(err)? {
+                one.rows.clear();
+                one.odd.clear();
+                one.push(row).map_err(err)?;
+                if !emit(&one, 0)? {
+                    return Ok(());
+                }
+            }
+            return Ok(());
+        }
+        let n = row_count(conn, r)? as usize;
+        let mut calls = Cells::<A>::with_capacity(n);
+        while let Some(row) = rows.next().map_err(err)? {
+            calls.push(row).map_err(err)?;
+        }
+        drop(rows);
+        // SQLite's order: NULL, then numbers, then the rest (text, blobs); then the rowid
+        calls.rows.sort_unstable_by_key(|(v, t)| {
+            let class = match t[1] {
+                Tag::Null => 0,
+                Tag::Int => 1,
+                Tag::Odd => 2,
+            };
+            (class, v[1], v[0])
+        });
+        for i in 0..calls.rows.len() {
+            if !emit(&calls, i)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Schema;
+
+    /// The join gives what the SQL join gave: every pair on (process, correlationId), calls in
+    /// time order, GPU rows of one call in rowid order, across processes that reuse ids.
+    #[test]
+    fn matches_the_sql_join() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER,
+               globalTid INTEGER, correlationId INTEGER);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,
+               contextId INTEGER, streamId INTEGER, globalPid INTEGER, correlationId INTEGER);",
+        )
+        .unwrap();
+        let p = |pid: i64| pid << 24;
+        // calls out of time order, two processes reusing ids, a graph launch with three
+        // kernels, a call without kernel, a kernel without call, a sparse id, a text start
+        let calls: &[(i64, i64, i64, i64)] = &[
+            (500, 0, p(1) | 1, 3),
+            (100, 0, p(1) | 2, 1),
+            (100, 1, p(2) | 2, 1),
+            (300, 0, p(1) | 1, 2),
+            (50, 0, p(2) | 3, 9_000_000_000),
+            (700, 0, p(1) | 1, 4),
+            (800, 2, p(1) | 1, 2),
+        ];
+        for &(s, class, tid, corr) in calls {
+            conn.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?1, ?1 + 10, ?2, ?3, ?4)",
+                rusqlite::params![s, class, tid, corr],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES ('soon', 1, 0, ?1, 1)",
+            [p(2) | 2],
+        )
+        .unwrap();
+        let kernels: &[(i64, i64, i64)] = &[
+            (900, p(1), 2),
+            (600, p(1), 3),
+            (950, p(1), 2),
+            (200, p(2), 1),
+            (210, p(1), 1),
+            (990, p(1), 2),
+            (60, p(2), 9_000_000_000),
+            (400, p(3), 1),
+        ];
+        for &(s, pid, corr) in kernels {
+            conn.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?1, ?1 + 5, 0, 1, 7, ?2, ?3)",
+                rusqlite::params![s, pid, corr],
+            )
+            .unwrap();
+        }
+        let schema = Schema::probe(&conn, &Location::Nowhere).unwrap();
+        let (r, g) = crate::flows::tables(&schema, "CUPTI_ACTIVITY_KIND_KERNEL").unwrap();
+        // the SQL join tracex ran before this module
+        let sql = "SELECT r.rowid, r.start, r.globalTid, g.rowid, g.start, g.end, g.deviceId, \
+             g.contextId, g.streamId, g.globalPid, g.correlationId \
+             FROM CUPTI_ACTIVITY_KIND_RUNTIME r CROSS JOIN CUPTI_ACTIVITY_KIND_KERNEL g \
+             ON g.correlationId = r.correlationId AND (g.globalPid >> 24) = (r.globalTid >> 24) \
+             WHERE r.eventClass IN (0, 1) ORDER BY r.start, r.rowid, g.rowid";
+        let mut stmt = conn.prepare(sql).unwrap();
+        let want: Vec<Vec<SqlValue>> = stmt
+            .query_map([], |row| {
+                (0..LAUNCH_COLUMNS)
+                    .map(|i| row.get::<_, SqlValue>(i))
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let mut got = Vec::new();
+        LaunchJoin::new(&r, &g)
+            .run(&conn, &Orders::default(), |row| {
+                got.push(row.to_vec());
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!(got.len(), 8);
+        assert_eq!(got, want);
+    }
+}
