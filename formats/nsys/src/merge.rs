@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use rusqlite::types::Value as SqlValue;
+use rusqlite::types::{Value as SqlValue, ValueRef};
 use tracex_ir::order::OrderKey;
 use tracex_ir::{Error, Event, ImportCtx, Location, Result};
 
@@ -74,7 +74,12 @@ fn read(
         })?;
         let Some(row) = row else { break };
         for i in 0..columns {
-            values.push(row.get::<_, SqlValue>(i).unwrap_or(SqlValue::Null));
+            // integers and NULLs (most cells) without FromSql's checks or an allocation
+            values.push(match row.get_ref_unwrap(i) {
+                ValueRef::Integer(v) => SqlValue::Integer(v),
+                ValueRef::Null => SqlValue::Null,
+                other => SqlValue::from(other),
+            });
         }
         if let Some(SqlValue::Integer(r)) = values.get(values.len() - columns) {
             last = *r;
