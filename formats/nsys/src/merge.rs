@@ -5,7 +5,7 @@
 //! smallest. Memory: a few batches per stream plus the events made at emission time.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
@@ -18,7 +18,7 @@ use crate::decoded::{Hook, Skip};
 use crate::diag::record_skip;
 use crate::dispatch::Decoder;
 use crate::join::LaunchJoin;
-use crate::plan::{Orders, Query, Source, StreamDef};
+use crate::plan::{Orders, Plan, Query, Source, StreamDef};
 use crate::projection::Pass;
 use crate::spool::{Next, SpoolReader};
 
@@ -36,6 +36,84 @@ enum Msg {
     Failed(Error),
 }
 
+/// Rows gathered into batches for the merge.
+struct Batches<'a> {
+    tx: &'a SyncSender<Msg>,
+    columns: usize,
+    values: Vec<SqlValue>,
+}
+
+impl<'a> Batches<'a> {
+    fn new(tx: &'a SyncSender<Msg>, columns: usize) -> Self {
+        let values = Vec::with_capacity(BATCH_ROWS * columns);
+        Batches {
+            tx,
+            columns,
+            values,
+        }
+    }
+
+    /// Appends `row`; false when the merge has stopped.
+    fn push(&mut self, row: &rusqlite::Row) -> bool {
+        self.values.extend((0..self.columns).map(|i| cell(row, i)));
+        self.flush_if_full()
+    }
+
+    /// Appends a row of cells, leaving NULLs in their place; false when the merge has stopped.
+    fn extend_taken<'v>(&mut self, row: impl Iterator<Item = &'v mut SqlValue>) -> bool {
+        self.values
+            .extend(row.map(|v| std::mem::replace(v, SqlValue::Null)));
+        self.flush_if_full()
+    }
+
+    /// Appends a row of values; false when the merge has stopped.
+    fn extend(&mut self, row: &[SqlValue]) -> bool {
+        self.values.extend_from_slice(row);
+        self.flush_if_full()
+    }
+
+    fn flush_if_full(&mut self) -> bool {
+        if self.values.len() < BATCH_ROWS * self.columns {
+            return true;
+        }
+        let full = std::mem::replace(
+            &mut self.values,
+            Vec::with_capacity(BATCH_ROWS * self.columns),
+        );
+        self.send(full)
+    }
+
+    fn send(&self, values: Vec<SqlValue>) -> bool {
+        let columns = self.columns;
+        self.tx.send(Msg::Rows { columns, values }).is_ok()
+    }
+
+    /// Sends the last rows.
+    fn finish(mut self) {
+        if !self.values.is_empty() {
+            let values = std::mem::take(&mut self.values);
+            self.send(values);
+        }
+    }
+}
+
+/// Cell `i` of `row`: integers and NULLs (most cells) without FromSql's checks or an allocation.
+fn cell(row: &rusqlite::Row, i: usize) -> SqlValue {
+    match row.get_ref_unwrap(i) {
+        ValueRef::Integer(v) => SqlValue::Integer(v),
+        ValueRef::Null => SqlValue::Null,
+        other => SqlValue::from(other),
+    }
+}
+
+/// The rowid of a row of a tracex query (column 0).
+fn rowid_of(row: &rusqlite::Row) -> i64 {
+    match row.get_ref_unwrap(0) {
+        ValueRef::Integer(r) => r,
+        _ => 0,
+    }
+}
+
 /// Runs `def`'s query on a connection of its own and sends the rows.
 fn read(
     path: &Path,
@@ -44,87 +122,89 @@ fn read(
     orders: &Orders,
     tx: &SyncSender<Msg>,
 ) -> Result<()> {
-    let at = || Location::Row {
+    let at = |rowid| Location::Row {
         table: def.table.clone(),
-        rowid: 0,
+        rowid,
     };
     let conn = db::open(path)?;
-    let sql = query.sql(&conn, orders);
+    let (sql, near) = match query.plan(&conn, orders) {
+        Plan::Sql(sql) => (sql, None),
+        Plan::Reorder(scan, near) => (scan, Some(near)),
+    };
     let doing = format!("cannot query table {}", def.table);
-    let mut stmt = conn
-        .prepare(sql)
-        .map_err(|e| sqlite_error(at(), &doing, e))?;
-    let columns = stmt.column_count();
-    let mut rows = stmt
-        .query(rusqlite::params_from_iter(query.params.iter()))
-        .map_err(|e| sqlite_error(at(), &doing, e))?;
-    let mut values = Vec::with_capacity(BATCH_ROWS * columns);
-    let mut last = 0;
-    let doing = format!("cannot read table {}", def.table);
-    loop {
-        let row = rows.next().map_err(|e| {
-            sqlite_error(
-                Location::Row {
-                    table: def.table.clone(),
-                    rowid: last,
-                },
-                &doing,
-                e,
-            )
-        })?;
-        let Some(row) = row else { break };
-        for i in 0..columns {
-            // integers and NULLs (most cells) without FromSql's checks or an allocation
-            values.push(match row.get_ref_unwrap(i) {
-                ValueRef::Integer(v) => SqlValue::Integer(v),
-                ValueRef::Null => SqlValue::Null,
-                other => SqlValue::from(other),
-            });
-        }
-        if let Some(SqlValue::Integer(r)) = values.get(values.len() - columns) {
-            last = *r;
-        }
-        if values.len() >= BATCH_ROWS * columns {
-            let full = std::mem::replace(&mut values, Vec::with_capacity(BATCH_ROWS * columns));
-            if tx
-                .send(Msg::Rows {
-                    columns,
-                    values: full,
-                })
-                .is_err()
-            {
+    let params = || rusqlite::params_from_iter(query.params.iter());
+    let querying = |e| sqlite_error(at(0), &doing, e);
+    let prepare = |sql: &str| conn.prepare(sql).map_err(querying);
+    let reading = format!("cannot read table {}", def.table);
+    let failed = |rowid, e| sqlite_error(at(rowid), &reading, e);
+    let Some(near) = near else {
+        let mut stmt = prepare(sql)?;
+        let columns = stmt.column_count();
+        let mut rows = stmt.query(params()).map_err(querying)?;
+        let mut out = Batches::new(tx, columns);
+        let mut last = 0;
+        while let Some(row) = rows.next().map_err(|e| failed(last, e))? {
+            last = rowid_of(row);
+            if !out.push(row) {
                 return Ok(()); // the merge stopped
             }
         }
+        out.finish();
+        return Ok(());
+    };
+    // rows held back (rowid, taken) and their cells, in storage order
+    let mut stmt = prepare(sql)?;
+    let columns = stmt.column_count();
+    let mut rows = stmt.query(params()).map_err(querying)?;
+    let mut out = Batches::new(tx, columns);
+    let mut held: VecDeque<(i64, bool)> = VecDeque::with_capacity(near.depth + 1);
+    let mut cells: VecDeque<SqlValue> = VecDeque::with_capacity((near.depth + 1) * columns);
+    let mut read = i64::MIN;
+    let mut end = false;
+    for &rowid in &near.schedule {
+        // read past `rowid` (a join may give several rows of one rowid)
+        while !end && read <= rowid {
+            match rows.next().map_err(|e| failed(read, e))? {
+                Some(row) => {
+                    read = rowid_of(row);
+                    held.push_back((read, false));
+                    cells.extend((0..columns).map(|i| cell(row, i)));
+                }
+                None => end = true,
+            }
+        }
+        // the rows of `rowid`: none when the query filters it out
+        let mut i = held.partition_point(|&(r, _)| r < rowid);
+        while i < held.len() && held[i].0 == rowid {
+            held[i].1 = true;
+            let row = cells.range_mut(i * columns..(i + 1) * columns);
+            if !out.extend_taken(row) {
+                return Ok(()); // the merge stopped
+            }
+            i += 1;
+        }
+        while held.front().is_some_and(|&(_, taken)| taken) {
+            held.pop_front();
+            cells.drain(..columns);
+        }
     }
-    if !values.is_empty() {
-        let _ = tx.send(Msg::Rows { columns, values });
+    if !held.is_empty() || rows.next().map_err(|e| failed(read, e))?.is_some() {
+        return Err(Error::invalid(
+            at(read),
+            "internal: the table changed while tracex read it; please report this file",
+        ));
     }
+    out.finish();
     Ok(())
 }
 
 /// Runs the launch join of `def` on a connection of its own and sends its rows.
 fn read_join(path: &Path, join: &LaunchJoin, orders: &Orders, tx: &SyncSender<Msg>) -> Result<()> {
     let conn = db::open(path)?;
-    let columns = crate::flows::LAUNCH_COLUMNS;
-    let mut values = Vec::with_capacity(BATCH_ROWS * columns);
-    join.run(&conn, orders, |row| {
-        values.extend_from_slice(row);
-        if values.len() >= BATCH_ROWS * columns {
-            let full = std::mem::replace(&mut values, Vec::with_capacity(BATCH_ROWS * columns));
-            // false: the merge stopped
-            return Ok(tx
-                .send(Msg::Rows {
-                    columns,
-                    values: full,
-                })
-                .is_ok());
-        }
-        Ok(true)
-    })?;
-    if !values.is_empty() {
-        let _ = tx.send(Msg::Rows { columns, values });
-    }
+    let mut out = Batches::new(tx, crate::flows::LAUNCH_COLUMNS);
+    // false: the merge stopped
+    join.run(&conn, orders, |row| Ok(out.extend(row)))?;
+    out.finish();
     Ok(())
 }
 
@@ -351,4 +431,95 @@ fn merge(
         ctx.emit(event)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Schema;
+    use crate::plan::{order_by, range_order, Kind, Order, OrderCheck};
+    use rusqlite::Connection;
+
+    /// Every row the reader of `query` sends, in order.
+    fn rows_read(path: &Path, def: &StreamDef, query: &Query) -> Vec<Vec<SqlValue>> {
+        let (tx, rx) = sync_channel(1 << 16);
+        read(path, def, query, &Orders::default(), &tx).unwrap();
+        drop(tx);
+        let mut out = Vec::new();
+        for msg in rx {
+            let Msg::Rows { columns, values } = msg else {
+                panic!("the reader failed")
+            };
+            out.extend(values.chunks(columns).map(<[SqlValue]>::to_vec));
+        }
+        out
+    }
+
+    /// A table close to time order (two threads written one after the other in chunks, ties
+    /// at equal starts, open ranges, a text cell, rows the query filters out) is reordered by
+    /// tracex into exactly the rows and order of SQLite's ORDER BY; a shuffled one is left to
+    /// SQLite.
+    #[test]
+    fn nearly_sorted_tables_are_reordered_as_sqlite_sorts_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("near.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE T (start INTEGER, end INTEGER, kind INTEGER, name TEXT)")
+            .unwrap();
+        let mut rows = Vec::new();
+        for chunk in 0..50i64 {
+            for thread in 0..2i64 {
+                for i in 0..7i64 {
+                    let start = chunk * 100 + i * 10 + thread * 3 * (i % 2);
+                    let end = match (i, thread) {
+                        (3, _) => None,
+                        _ => Some(start + 5 + (i % 3) * thread),
+                    };
+                    rows.push((start - (i == 5) as i64 * 3, end, i % 4));
+                }
+            }
+        }
+        for (s, e, k) in &rows {
+            conn.execute(
+                "INSERT INTO T VALUES (?1, ?2, ?3, 'n' || ?1)",
+                rusqlite::params![s, e, k],
+            )
+            .unwrap();
+        }
+        let schema = Schema::probe(&conn, &Location::Nowhere).unwrap();
+        let t = schema.table("T").unwrap();
+        let select = "SELECT rowid, start, end, name FROM T WHERE kind != 2".to_string();
+        let query = Query::ordered(&t, "start", Some("end"), |sorted| {
+            format!("{select}{}", order_by(sorted, &range_order(&t, "")))
+        });
+        let check = OrderCheck {
+            table: t.clone(),
+            ts: "start",
+            end: Some("end"),
+        };
+        assert!(matches!(
+            *Orders::default().order(&conn, &check),
+            Order::Near(_)
+        ));
+        let def = StreamDef::new(&t, query.clone(), Kind::CudaEvent);
+        let want: Vec<Vec<SqlValue>> = conn
+            .prepare(&query.sort)
+            .unwrap()
+            .query_map([], |r| (0..4).map(|i| r.get(i)).collect())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(want.len() > 400);
+        assert_eq!(rows_read(&path, &def, &query), want);
+        // shuffled: SQLite sorts
+        conn.execute_batch(
+            "CREATE TABLE S AS SELECT * FROM T ORDER BY (rowid * 7919) % 701; DROP TABLE T;
+             ALTER TABLE S RENAME TO T",
+        )
+        .unwrap();
+        assert!(matches!(
+            *Orders::default().order(&conn, &check),
+            Order::Unsorted
+        ));
+    }
 }
