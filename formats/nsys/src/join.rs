@@ -251,11 +251,12 @@ impl LaunchJoin {
                 return Ok(true);
             };
             for k in index.find(process_of(gtid), corr) {
-                for c in 0..3 {
-                    out[c] = api.value(i, c);
+                let (call, gpu) = out.split_at_mut(3);
+                for (c, cell) in call.iter_mut().enumerate() {
+                    *cell = api.value(i, c);
                 }
-                for c in 0..G {
-                    out[3 + c] = index.cells.value(k, c);
+                for (c, cell) in gpu.iter_mut().enumerate() {
+                    *cell = index.cells.value(k, c);
                 }
                 if !f(&out)? {
                     return Ok(false);
