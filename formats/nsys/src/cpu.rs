@@ -7,13 +7,14 @@ use rustc_hash::FxHashMap;
 use tracex_ir::{Args, Defs, Diagnostics, Location, Result, StrId, Value};
 
 use crate::catalogue::{How, CPU_TABLES};
+use crate::db::rows_where;
 use crate::db::{rowid, Cols, Row};
 use crate::decoded::{thread_range, Decoded, Hook, Parts};
 use crate::diag::{record_rows, row_at};
 use crate::enums::Enum;
 use crate::importer::Importer;
 use crate::options::Activity;
-use crate::plan::{order_by, range_order, rows_where, CpuPlan, Kind, Query, Setup, StreamDef};
+use crate::plan::{order_by, range_order, CpuPlan, Kind, Query, Setup, StreamDef};
 use crate::stacks::Chain;
 
 /// Columns every CPU table is read by, not shown as arguments.

@@ -10,22 +10,13 @@ use std::sync::Arc;
 
 use tracex_ir::{Defs, Event, FlowBind, FlowId, FlowPoint, FlowRole};
 
-use crate::catalogue::{COMMON, GPU_TABLES, SRC_KERNEL};
+use crate::catalogue::{GPU_TABLES, SRC_KERNEL};
 use crate::db::{Cols, Row, Schema, Table};
 use crate::decoded::{Decoded, Hook, Skip};
 use crate::importer::Importer;
 use crate::join::LaunchJoin;
 use crate::plan::{Kind, StreamDef};
 use crate::spool::Spool;
-
-/// The GPU columns a launch reads to know that its GPU row will be emitted (the ones
-/// [`crate::gpu::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass):
-/// `start` … `globalPid`, and the correlation id (the flow's id, as Kineto's): the head of
-/// [`COMMON`].
-pub const GPU_COLUMNS: &[&str] = COMMON.split_at(7).0;
-
-/// Columns of a launch row: r.rowid, r.start, r.globalTid, g.rowid, then [`GPU_COLUMNS`].
-pub const LAUNCH_COLUMNS: usize = 4 + GPU_COLUMNS.len();
 
 /// The API and GPU tables of launches of `gpu`, when both have what a join needs.
 pub fn tables(schema: &Schema, gpu: &str) -> Option<(Table, Table)> {

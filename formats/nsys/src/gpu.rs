@@ -5,6 +5,7 @@ use rustc_hash::FxHashMap;
 use tracex_ir::{Arg, Args, Defs, Diagnostics, Location, Result, StrId, Value};
 
 use crate::catalogue::{specific_columns, GpuKind, GpuTable, How, COMMON, GPU_TABLES};
+use crate::db::{row_count, rows_where};
 use crate::db::{rowid, Cols, Row, Table};
 use crate::decoded::{Decoded, Hook, Parts, Skip};
 use crate::diag::{record_rows, row_at};
@@ -12,7 +13,7 @@ use crate::enums::Enum;
 use crate::identity::GlobalId;
 use crate::importer::Importer;
 use crate::options::Activity;
-use crate::plan::{order_by, range_order, row_count, rows_where, usable};
+use crate::plan::{order_by, range_order, usable};
 use crate::plan::{Kind, Query, Setup, StreamDef};
 
 /// Streams of the GPU tables present.

@@ -16,9 +16,9 @@ use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 use tracex_ir::{Location, Result};
 
-use crate::db::{sqlite_error, Table};
-use crate::flows::{GPU_COLUMNS, LAUNCH_COLUMNS};
-use crate::plan::{row_count, OrderCheck, Orders};
+use crate::catalogue::COMMON;
+use crate::db::{row_count, sqlite_error, Table};
+use crate::order::{OrderCheck, Orders};
 
 /// The join of the API calls of `api` with the GPU rows of `gpu`.
 #[derive(Clone, Debug)]
@@ -82,6 +82,15 @@ impl<const N: usize> Cells<N> {
         }
     }
 }
+
+/// The GPU columns a launch reads to know that its GPU row will be emitted (the ones
+/// [`crate::gpu::decode_gpu`] rejects a row for), then the process (for the nvtx-kernel pass):
+/// `start` … `globalPid`, and the correlation id (the flow's id, as Kineto's): the head of
+/// [`COMMON`].
+pub const GPU_COLUMNS: &[&str] = COMMON.split_at(7).0;
+
+/// Columns of a launch row: r.rowid, r.start, r.globalTid, g.rowid, then [`GPU_COLUMNS`].
+pub const LAUNCH_COLUMNS: usize = 4 + GPU_COLUMNS.len();
 
 /// GPU columns read: the rowid, then [`GPU_COLUMNS`].
 const G: usize = 1 + GPU_COLUMNS.len();
@@ -360,7 +369,8 @@ mod tests {
             .unwrap();
         }
         let schema = Schema::probe(&conn, &Location::Nowhere).unwrap();
-        let (r, g) = crate::flows::tables(&schema, "CUPTI_ACTIVITY_KIND_KERNEL").unwrap();
+        let r = schema.table("CUPTI_ACTIVITY_KIND_RUNTIME").unwrap();
+        let g = schema.table("CUPTI_ACTIVITY_KIND_KERNEL").unwrap();
         // the SQL join tracex ran before this module
         let sql = "SELECT r.rowid, r.start, r.globalTid, g.rowid, g.start, g.end, g.deviceId, \
              g.contextId, g.streamId, g.globalPid, g.correlationId \

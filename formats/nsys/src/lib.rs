@@ -27,6 +27,7 @@ mod merge;
 mod meta;
 mod nvtx;
 pub mod options;
+mod order;
 mod plan;
 mod projection;
 mod samples;

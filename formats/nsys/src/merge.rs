@@ -18,7 +18,8 @@ use crate::decoded::{Hook, Skip};
 use crate::diag::record_skip;
 use crate::dispatch::Decoder;
 use crate::join::LaunchJoin;
-use crate::plan::{Orders, Plan, Query, Source, StreamDef};
+use crate::order::Orders;
+use crate::plan::{Plan, Query, Source, StreamDef};
 use crate::projection::Pass;
 use crate::spool::{Next, SpoolReader};
 
@@ -201,7 +202,7 @@ fn read(
 /// Runs the launch join of `def` on a connection of its own and sends its rows.
 fn read_join(path: &Path, join: &LaunchJoin, orders: &Orders, tx: &SyncSender<Msg>) -> Result<()> {
     let conn = db::open(path)?;
-    let mut out = Batches::new(tx, crate::flows::LAUNCH_COLUMNS);
+    let mut out = Batches::new(tx, crate::join::LAUNCH_COLUMNS);
     // false: the merge stopped
     join.run(&conn, orders, |row| Ok(out.extend(row)))?;
     out.finish();
@@ -437,7 +438,8 @@ fn merge(
 mod tests {
     use super::*;
     use crate::db::Schema;
-    use crate::plan::{order_by, range_order, Kind, Order, OrderCheck};
+    use crate::order::{Order, OrderCheck};
+    use crate::plan::{order_by, range_order, Kind};
     use rusqlite::Connection;
 
     /// Every row the reader of `query` sends, in order.

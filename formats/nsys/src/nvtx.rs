@@ -10,13 +10,14 @@ use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 use tracex_ir::{Args, Defs, Diagnostics, Location, Result, StrId, TrackId, Value};
 
+use crate::db::rows_where;
 use crate::db::{rowid, sqlite_error, Cols, Row, Schema, Table};
 use crate::decoded::{thread_range, Decoded, Hook, Parts, Skip};
 use crate::diag::{record_rows, row_at};
 use crate::identity::{GlobalId, Identity};
 use crate::importer::Importer;
 use crate::options::Activity;
-use crate::plan::{order_by, range_order, rows_where, Kind, Query, StreamDef};
+use crate::plan::{order_by, range_order, Kind, Query, StreamDef};
 use crate::strings::Strings;
 
 pub const PUSH_POP: &str = "59, 70";

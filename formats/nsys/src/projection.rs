@@ -23,10 +23,11 @@ use crate::decoded::{Decoded, Hook, Parts};
 use crate::flows;
 use crate::identity::GlobalId;
 use crate::importer::Importer;
-use crate::join::LaunchJoin;
+use crate::join::{LaunchJoin, LAUNCH_COLUMNS};
 use crate::nvtx::{name_sql, prefix_filter, PUSH_POP};
 use crate::options::Activity;
-use crate::plan::{order_by, Kind, Orders, Query, StreamDef};
+use crate::order::Orders;
+use crate::plan::{order_by, Kind, Query, StreamDef};
 use crate::spool::{Spool, SpoolWriter};
 
 const TABLE: &str = "temp.tracex_nvtx_projection";
@@ -99,7 +100,7 @@ pub fn plan(
     ranges.params = params;
     let projections = Arc::new(Spool::new(COLUMNS.split(',').count())?);
     let launch_spool = match share_launches {
-        true => Some(Arc::new(Spool::new(flows::LAUNCH_COLUMNS)?)),
+        true => Some(Arc::new(Spool::new(LAUNCH_COLUMNS)?)),
         false => None,
     };
     let stream = StreamDef::spooled(

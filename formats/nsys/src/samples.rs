@@ -3,12 +3,13 @@
 
 use tracex_ir::{Defs, Event, Result, Sample};
 
+use crate::db::rows_where;
 use crate::db::{Cols, Row};
 use crate::decoded::{Decoded, Hook, Skip};
 use crate::diag::record_rows;
 use crate::importer::Importer;
 use crate::options::Activity;
-use crate::plan::{rows_where, Kind, Query, Setup, StreamDef};
+use crate::plan::{Kind, Query, Setup, StreamDef};
 use crate::stacks::Chain;
 
 pub fn plans(setup: &mut Setup, imp: &Importer) -> Result<()> {

@@ -1,0 +1,186 @@
+//! How a table is stored against time order, found once per table and shared by the reader
+//! threads: in order (a plain scan will do), close to it (a scan reordered in a small window), or
+//! not (SQLite sorts).
+
+use std::sync::{Arc, OnceLock};
+
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
+use rustc_hash::FxHashMap;
+use tracex_ir::{Location, Result};
+
+use crate::db::{sqlite_error, Table};
+
+/// The table whose storage order decides whether a query must sort.
+#[derive(Clone, Debug)]
+pub struct OrderCheck {
+    pub table: Table,
+    pub ts: &'static str,
+    pub end: Option<&'static str>,
+}
+
+/// How a table's rows are stored, against the order of a time column (and an end column).
+pub enum Order {
+    Sorted,
+    Near(Arc<NearlySorted>),
+    Unsorted,
+}
+
+/// A table stored close to time order (rows written thread after thread): every rowid in
+/// the queries' order, and how many rows a scan must hold back to give them in that order.
+pub struct NearlySorted {
+    pub schedule: Vec<i64>,
+    pub depth: usize,
+}
+
+/// Rows a reader may hold back to reorder a table (beyond it, SQLite sorts): a few MB.
+const MAX_DEPTH: usize = 1 << 14;
+
+/// Which tables are stored in time order, found once per table and time column and shared by
+/// the reader threads (the first to ask checks; the others wait for its answer).
+#[derive(Default)]
+pub struct Orders {
+    cells: std::sync::Mutex<FxHashMap<OrderOf, Arc<OnceLock<Arc<Order>>>>>,
+}
+
+/// A table, its time column and its end column.
+type OrderOf = (String, &'static str, Option<&'static str>);
+
+impl Orders {
+    /// How `c.table` is stored; a table that cannot be read is taken as unordered (the sorting
+    /// query will report the problem).
+    pub fn order(&self, conn: &Connection, c: &OrderCheck) -> Arc<Order> {
+        let cell = {
+            let mut cells = self.cells.lock().unwrap_or_else(|p| p.into_inner());
+            cells
+                .entry((c.table.name.clone(), c.ts, c.end))
+                .or_default()
+                .clone()
+        };
+        cell.get_or_init(|| {
+            Arc::new(storage_order(conn, &c.table, c.ts, c.end).unwrap_or(Order::Unsorted))
+        })
+        .clone()
+    }
+
+    /// Whether `c.table` is stored in time order.
+    pub fn is_time_ordered(&self, conn: &Connection, c: &OrderCheck) -> bool {
+        matches!(*self.order(conn, c), Order::Sorted)
+    }
+}
+
+/// The sort key of a row, in the order of the queries' `ORDER BY`: `ts`; then, with an end
+/// column, an open range (NULL end) first and longer ranges first ([`range_order`]); then rowid.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    ts: i64,
+    closed: bool,
+    neg_end: std::cmp::Reverse<i64>,
+    rowid: i64,
+}
+
+/// How `table`'s rows, in rowid order, stand against the IR order: `ts` ascending and, at equal
+/// `ts`, `end` descending with NULL (an open range) first. One scan of two columns, much
+/// cheaper than the sort it saves. A table out of order but close to it gets a second scan
+/// that sorts the keys in memory (32 bytes a row, for the time of the sort) and keeps the
+/// rowids in order (8 bytes a row): SQLite's sorter took a sixth of such an import. Any `ts`
+/// or `end` that is not an integer (or NULL end) gives [`Order::Unsorted`]: SQLite sorts.
+pub fn storage_order(
+    conn: &Connection,
+    table: &Table,
+    ts: &str,
+    end: Option<&str>,
+) -> Result<Order> {
+    if !table.has(ts) {
+        return Ok(Order::Unsorted);
+    }
+    let end_expr = match end {
+        Some(e) => table.col(e),
+        None => "NULL".into(),
+    };
+    let sql = format!(
+        "SELECT rowid, {}, {end_expr} FROM {}",
+        table.col(ts),
+        table.sql_name()
+    );
+    let at = Location::Row {
+        table: table.name.clone(),
+        rowid: 0,
+    };
+    let err = |e| sqlite_error(at.clone(), "cannot read", e);
+    let mut stmt = conn.prepare(&sql).map_err(err)?;
+    let mut scan = |f: &mut dyn FnMut(Key) -> bool| scan_keys(&mut stmt, &err, f);
+    // rows that sort before the previous one
+    let mut breaks = 0usize;
+    let mut rows = 0usize;
+    let mut prev: Option<Key> = None;
+    let whole = scan(&mut |k| {
+        breaks += usize::from(prev.is_some_and(|p| k < p));
+        prev = Some(k);
+        rows += 1;
+        true
+    })?;
+    if !whole || breaks > rows / 8 {
+        return Ok(Order::Unsorted);
+    }
+    if breaks == 0 {
+        return Ok(Order::Sorted);
+    }
+    // the keys, with positions in storage order instead of rowids (the same order)
+    let mut keys: Vec<Key> = Vec::with_capacity(rows);
+    let mut rowids: Vec<i64> = Vec::with_capacity(rows);
+    let whole = scan(&mut |mut k| {
+        rowids.push(k.rowid);
+        k.rowid = keys.len() as i64;
+        keys.push(k);
+        true
+    })?;
+    if !whole || keys.len() != rows {
+        return Ok(Order::Unsorted); // changed under us
+    }
+    keys.sort_unstable();
+    // rows read but not yet handed on, at the worst moment
+    let mut read = 0usize;
+    let mut depth = 0usize;
+    for (sent, k) in keys.iter().enumerate() {
+        read = read.max(k.rowid as usize + 1);
+        depth = depth.max(read - sent);
+    }
+    if depth > MAX_DEPTH {
+        return Ok(Order::Unsorted);
+    }
+    let schedule = keys.iter().map(|k| rowids[k.rowid as usize]).collect();
+    Ok(Order::Near(Arc::new(NearlySorted { schedule, depth })))
+}
+
+/// Hands the keys of `stmt`'s rows (rowid, ts, end) to `f` until it returns false; false when
+/// a value is not an integer (or a NULL end).
+fn scan_keys(
+    stmt: &mut rusqlite::Statement,
+    err: &dyn Fn(rusqlite::Error) -> tracex_ir::Error,
+    f: &mut dyn FnMut(Key) -> bool,
+) -> Result<bool> {
+    let mut rows = stmt.query([]).map_err(err)?;
+    while let Some(row) = rows.next().map_err(err)? {
+        let (ValueRef::Integer(rowid), ValueRef::Integer(ts)) =
+            (row.get_ref(0).map_err(err)?, row.get_ref(1).map_err(err)?)
+        else {
+            return Ok(false);
+        };
+        let (closed, end) = match row.get_ref(2).map_err(err)? {
+            ValueRef::Null => (false, 0),
+            ValueRef::Integer(e) => (true, e),
+            _ => return Ok(false),
+        };
+        let key = Key {
+            ts,
+            closed,
+            neg_end: std::cmp::Reverse(end),
+            rowid,
+        };
+        if !f(key) {
+            break;
+        }
+    }
+    Ok(true)
+}
