@@ -31,6 +31,7 @@ mod order;
 mod plan;
 mod projection;
 mod samples;
+mod shuffle;
 pub mod sniff;
 mod spool;
 mod stacks;

@@ -18,9 +18,11 @@ use crate::decoded::{Hook, Skip};
 use crate::diag::record_skip;
 use crate::dispatch::Decoder;
 use crate::join::LaunchJoin;
-use crate::order::Orders;
+use crate::order::{NearlySorted, Orders};
+
 use crate::plan::{Plan, Query, Source, StreamDef};
 use crate::projection::Pass;
+use crate::shuffle::Shuffle;
 use crate::spool::{Next, SpoolReader};
 
 /// Rows per batch sent from a reader.
@@ -115,6 +117,14 @@ fn rowid_of(row: &rusqlite::Row) -> i64 {
     }
 }
 
+/// The error of a table that changed while tracex read it.
+fn changed(at: Location) -> Error {
+    Error::invalid(
+        at,
+        "internal: the table changed while tracex read it; please report this file",
+    )
+}
+
 /// Runs `def`'s query on a connection of its own and sends the rows.
 fn read(
     path: &Path,
@@ -128,36 +138,56 @@ fn read(
         rowid,
     };
     let conn = db::open(path)?;
-    let (sql, near) = match query.plan(&conn, orders) {
-        Plan::Sql(sql) => (sql, None),
-        Plan::Reorder(scan, near) => (scan, Some(near)),
+    let plan = query.plan(&conn, orders);
+    let sql = match &plan {
+        Plan::Sql(sql) | Plan::Reorder(sql, _) | Plan::Shuffle(sql, _) => *sql,
     };
     let doing = format!("cannot query table {}", def.table);
-    let params = || rusqlite::params_from_iter(query.params.iter());
     let querying = |e| sqlite_error(at(0), &doing, e);
-    let prepare = |sql: &str| conn.prepare(sql).map_err(querying);
+    let mut stmt = conn.prepare(sql).map_err(querying)?;
+    let columns = stmt.column_count();
+    let mut rows = stmt
+        .query(rusqlite::params_from_iter(query.params.iter()))
+        .map_err(querying)?;
     let reading = format!("cannot read table {}", def.table);
     let failed = |rowid, e| sqlite_error(at(rowid), &reading, e);
-    let Some(near) = near else {
-        let mut stmt = prepare(sql)?;
-        let columns = stmt.column_count();
-        let mut rows = stmt.query(params()).map_err(querying)?;
-        let mut out = Batches::new(tx, columns);
-        let mut last = 0;
-        while let Some(row) = rows.next().map_err(|e| failed(last, e))? {
-            last = rowid_of(row);
-            if !out.push(row) {
-                return Ok(()); // the merge stopped
+    let mut out = Batches::new(tx, columns);
+    let mut last = 0;
+    match plan {
+        Plan::Sql(_) => {
+            while let Some(row) = rows.next().map_err(|e| failed(last, e))? {
+                last = rowid_of(row);
+                if !out.push(row) {
+                    return Ok(()); // the merge stopped
+                }
             }
         }
-        out.finish();
-        return Ok(());
-    };
+        Plan::Reorder(_, near) => reorder(&mut rows, &near, &mut out, at, failed)?,
+        Plan::Shuffle(_, ranks) => {
+            let mut shuffle = Shuffle::new(&ranks, columns);
+            while let Some(row) = rows.next().map_err(|e| failed(last, e))? {
+                last = rowid_of(row);
+                if !shuffle.push(row)? {
+                    return Err(changed(at(last)));
+                }
+            }
+            shuffle.drain(|row| out.extend_taken(row.iter_mut()))?;
+        }
+    }
+    out.finish();
+    Ok(())
+}
+
+/// Hands on the rows of a scan close to time order in the order of `near`'s schedule.
+fn reorder(
+    rows: &mut rusqlite::Rows,
+    near: &NearlySorted,
+    out: &mut Batches,
+    at: impl Fn(i64) -> Location,
+    failed: impl Fn(i64, rusqlite::Error) -> Error,
+) -> Result<()> {
+    let columns = out.columns;
     // rows held back (rowid, taken) and their cells, in storage order
-    let mut stmt = prepare(sql)?;
-    let columns = stmt.column_count();
-    let mut rows = stmt.query(params()).map_err(querying)?;
-    let mut out = Batches::new(tx, columns);
     let mut held: VecDeque<(i64, bool)> = VecDeque::with_capacity(near.depth + 1);
     let mut cells: VecDeque<SqlValue> = VecDeque::with_capacity((near.depth + 1) * columns);
     let mut read = i64::MIN;
@@ -190,12 +220,8 @@ fn read(
         }
     }
     if !held.is_empty() || rows.next().map_err(|e| failed(read, e))?.is_some() {
-        return Err(Error::invalid(
-            at(read),
-            "internal: the table changed while tracex read it; please report this file",
-        ));
+        return Err(changed(at(read)));
     }
-    out.finish();
     Ok(())
 }
 
@@ -459,8 +485,8 @@ mod tests {
 
     /// A table close to time order (two threads written one after the other in chunks, ties
     /// at equal starts, open ranges, a text cell, rows the query filters out) is reordered by
-    /// tracex into exactly the rows and order of SQLite's ORDER BY; a shuffled one is left to
-    /// SQLite.
+    /// tracex into exactly the rows and order of SQLite's ORDER BY; so is a shuffled one, through
+    /// the shuffle; one with a text start is left to SQLite.
     #[test]
     fn nearly_sorted_tables_are_reordered_as_sqlite_sorts_them() {
         let dir = tempfile::tempdir().unwrap();
@@ -513,7 +539,15 @@ mod tests {
             .collect();
         assert!(want.len() > 400);
         assert_eq!(rows_read(&path, &def, &query), want);
-        // shuffled: SQLite sorts
+        let sorted_by_sqlite = |conn: &Connection| -> Vec<Vec<SqlValue>> {
+            conn.prepare(&query.sort)
+                .unwrap()
+                .query_map([], |r| (0..4).map(|i| r.get(i)).collect())
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        // shuffled: the rows go through the shuffle
         conn.execute_batch(
             "CREATE TABLE S AS SELECT * FROM T ORDER BY (rowid * 7919) % 701; DROP TABLE T;
              ALTER TABLE S RENAME TO T",
@@ -521,7 +555,18 @@ mod tests {
         .unwrap();
         assert!(matches!(
             *Orders::default().order(&conn, &check),
+            Order::Shuffled(_)
+        ));
+        let want = sorted_by_sqlite(&conn);
+        assert_eq!(want.len(), 500);
+        assert_eq!(rows_read(&path, &def, &query), want);
+        // a start that is not an integer: SQLite sorts
+        conn.execute_batch("UPDATE T SET start = 'x' WHERE rowid = 9")
+            .unwrap();
+        assert!(matches!(
+            *Orders::default().order(&conn, &check),
             Order::Unsorted
         ));
+        assert_eq!(rows_read(&path, &def, &query), sorted_by_sqlite(&conn));
     }
 }

@@ -10,6 +10,7 @@ use rustc_hash::FxHashMap;
 use tracex_ir::{Location, Result};
 
 use crate::db::{sqlite_error, Table};
+use crate::shuffle::Ranks;
 
 /// The table whose storage order decides whether a query must sort.
 #[derive(Clone, Debug)]
@@ -23,6 +24,10 @@ pub struct OrderCheck {
 pub enum Order {
     Sorted,
     Near(Arc<NearlySorted>),
+    /// Far from time order, with integer keys: every rowid in the queries' order
+    /// ([`crate::shuffle`] puts the rows in it).
+    Shuffled(Arc<Ranks>),
+    /// With a time or end that is not an integer: SQLite sorts.
     Unsorted,
 }
 
@@ -41,6 +46,10 @@ const MAX_DEPTH: usize = 1 << 14;
 #[derive(Default)]
 pub struct Orders {
     cells: std::sync::Mutex<FxHashMap<OrderOf, Arc<OnceLock<Arc<Order>>>>>,
+    /// Held while one table's keys are sorted (40 bytes a row for the time of the sort): the
+    /// readers of the big tables start together, and their sorts at once were the import's
+    /// peak memory.
+    sorting: std::sync::Mutex<()>,
 }
 
 /// A table, its time column and its end column.
@@ -58,6 +67,7 @@ impl Orders {
                 .clone()
         };
         cell.get_or_init(|| {
+            let _one_at_a_time = self.sorting.lock().unwrap_or_else(|p| p.into_inner());
             Arc::new(storage_order(conn, &c.table, c.ts, c.end).unwrap_or(Order::Unsorted))
         })
         .clone()
@@ -83,8 +93,9 @@ struct Key {
 /// `ts`, `end` descending with NULL (an open range) first. One scan of two columns, much
 /// cheaper than the sort it saves. A table out of order but close to it gets a second scan
 /// that sorts the keys in memory (32 bytes a row, for the time of the sort) and keeps the
-/// rowids in order (8 bytes a row): SQLite's sorter took a sixth of such an import. Any `ts`
-/// or `end` that is not an integer (or NULL end) gives [`Order::Unsorted`]: SQLite sorts.
+/// rowids in order (8 bytes a row): SQLite's sorter took a sixth of such an import. A table
+/// far from order gets the same, for [`crate::shuffle`]. Any `ts` or `end` that is not an
+/// integer (or NULL end) gives [`Order::Unsorted`]: SQLite sorts.
 pub fn storage_order(
     conn: &Connection,
     table: &Table,
@@ -120,7 +131,7 @@ pub fn storage_order(
         rows += 1;
         true
     })?;
-    if !whole || breaks > rows / 8 {
+    if !whole {
         return Ok(Order::Unsorted);
     }
     if breaks == 0 {
@@ -146,8 +157,9 @@ pub fn storage_order(
         read = read.max(k.rowid as usize + 1);
         depth = depth.max(read - sent);
     }
-    if depth > MAX_DEPTH {
-        return Ok(Order::Unsorted);
+    if depth > MAX_DEPTH || breaks > rows / 8 {
+        let ranks = Ranks::new(keys.iter().map(|k| rowids[k.rowid as usize]));
+        return Ok(Order::Shuffled(Arc::new(ranks)));
     }
     let schedule = keys.iter().map(|k| rowids[k.rowid as usize]).collect();
     Ok(Order::Near(Arc::new(NearlySorted { schedule, depth })))

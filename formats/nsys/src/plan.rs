@@ -16,6 +16,7 @@ use crate::diag::record_rows;
 use crate::join::LaunchJoin;
 use crate::options::{Activities, Activity};
 use crate::order::{NearlySorted, Order, OrderCheck, Orders};
+use crate::shuffle::Ranks;
 use crate::spool::Spool;
 use tracex_ir::{Defs, Diagnostics};
 
@@ -122,6 +123,7 @@ impl Query {
         match &*orders.order(conn, c) {
             Order::Sorted => Plan::Sql(&self.scan),
             Order::Near(near) => Plan::Reorder(&self.scan, near.clone()),
+            Order::Shuffled(ranks) => Plan::Shuffle(&self.scan, ranks.clone()),
             Order::Unsorted => Plan::Sql(&self.sort),
         }
     }
@@ -134,6 +136,9 @@ pub enum Plan<'a> {
     /// This scan gives them nearly in order: a reader keeps [`NearlySorted::depth`] rows at
     /// most, to hand them on in the order of [`NearlySorted::schedule`].
     Reorder(&'a str, Arc<NearlySorted>),
+    /// This scan gives them far from order: a reader puts them in the order of the schedule
+    /// (the rank of every rowid) through [`crate::shuffle`].
+    Shuffle(&'a str, Arc<Ranks>),
 }
 
 /// Where a stream's rows come from.

@@ -1,0 +1,389 @@
+//! Rows of a table stored far from time order, put in order by tracex instead of SQLite's
+//! sorter. SQLite sorts whole records and decodes them again at every comparison: on an export
+//! whose rows are shuffled, that sort took most of the import's CPU. Here the order is known
+//! before the rows are read (the key scan of [`crate::order`] gives every rowid its rank), so
+//! no comparison of rows is needed: the scan's rows are encoded and appended to one of a few
+//! parts by rank range (a distribution sort), and each part is then read back whole, its rows
+//! put in rank order and handed on. Parts grow in memory up to [`PART_BUFFER`] bytes and go on
+//! to a temporary file beyond it. Memory: 4 bytes a rowid, the parts' buffers, and one part's
+//! rows at a time.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use rustc_hash::FxHashMap;
+use tracex_ir::Result;
+
+/// Rows per part at least, and parts at most: a million rows make 16 parts of 64k rows.
+const PART_ROWS: usize = 1 << 16;
+const MAX_PARTS: usize = 64;
+/// Bytes a part keeps in memory before they go to its file.
+const PART_BUFFER: usize = 1 << 18;
+
+/// The rank of every rowid in the order the rows are wanted.
+pub struct Ranks {
+    len: usize,
+    min: i64,
+    /// Rank by `rowid - min`, `u32::MAX` for a rowid not scheduled (dense rowids).
+    dense: Vec<u32>,
+    sparse: FxHashMap<i64, u32>,
+}
+
+impl Ranks {
+    /// `schedule`: every rowid, in the order wanted.
+    pub fn new(schedule: impl ExactSizeIterator<Item = i64> + Clone) -> Ranks {
+        let len = schedule.len();
+        let (min, max) = match (schedule.clone().min(), schedule.clone().max()) {
+            (Some(a), Some(b)) => (a, b),
+            _ => (0, -1),
+        };
+        let span = (max as i128 - min as i128 + 1).max(0) as u128;
+        let mut ranks = Ranks {
+            len,
+            min,
+            dense: Vec::new(),
+            sparse: FxHashMap::default(),
+        };
+        if span <= 2 * len as u128 + 1024 {
+            ranks.dense = vec![u32::MAX; span as usize];
+            for (rank, rowid) in schedule.enumerate() {
+                ranks.dense[(rowid - min) as usize] = rank as u32;
+            }
+        } else {
+            ranks.sparse = schedule
+                .enumerate()
+                .map(|(rank, rowid)| (rowid, rank as u32))
+                .collect();
+        }
+        ranks
+    }
+
+    /// How many rowids have a rank.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    fn of(&self, rowid: i64) -> Option<u32> {
+        if self.dense.is_empty() {
+            return self.sparse.get(&rowid).copied();
+        }
+        let i = usize::try_from(rowid.checked_sub(self.min)?).ok()?;
+        self.dense.get(i).copied().filter(|&r| r != u32::MAX)
+    }
+}
+
+/// One rank range: rows encoded (rank, then cells), in memory and then in a file.
+#[derive(Default)]
+struct Part {
+    buf: Vec<u8>,
+    file: Option<File>,
+}
+
+/// Rows distributed by rank, then read back in order.
+pub struct Shuffle<'r> {
+    ranks: &'r Ranks,
+    columns: usize,
+    part_rows: usize,
+    /// [`PART_BUFFER`], smaller in tests.
+    part_buffer: usize,
+    parts: Vec<Part>,
+}
+
+impl<'r> Shuffle<'r> {
+    pub fn new(ranks: &'r Ranks, columns: usize) -> Shuffle<'r> {
+        let part_rows = PART_ROWS.max(ranks.len().div_ceil(MAX_PARTS));
+        Shuffle::with_parts(ranks, columns, part_rows, PART_BUFFER)
+    }
+
+    fn with_parts(
+        ranks: &'r Ranks,
+        columns: usize,
+        part_rows: usize,
+        part_buffer: usize,
+    ) -> Shuffle<'r> {
+        let n = ranks.len();
+        let parts = (0..n.div_ceil(part_rows).max(1))
+            .map(|_| Part::default())
+            .collect();
+        Shuffle {
+            ranks,
+            columns,
+            part_rows,
+            part_buffer,
+            parts,
+        }
+    }
+
+    /// Takes one row of the scan (column 0 its rowid); false when the rowid has no rank (the
+    /// table changed under the reader).
+    pub fn push(&mut self, row: &rusqlite::Row) -> Result<bool> {
+        let rowid = match row.get_ref_unwrap(0) {
+            ValueRef::Integer(r) => r,
+            _ => 0,
+        };
+        let Some(rank) = self.ranks.of(rowid) else {
+            return Ok(false);
+        };
+        let part = &mut self.parts[rank as usize / self.part_rows];
+        part.buf.extend_from_slice(&rank.to_le_bytes());
+        for i in 0..self.columns {
+            encode(row.get_ref_unwrap(i), &mut part.buf);
+        }
+        if part.buf.len() >= self.part_buffer {
+            let file = match &mut part.file {
+                Some(f) => f,
+                None => part.file.insert(tempfile::tempfile()?),
+            };
+            file.write_all(&part.buf)?;
+            part.buf.clear();
+        }
+        Ok(true)
+    }
+
+    /// Hands every row on in rank order (rows of one rank in scan order), as `columns` values;
+    /// `f` returns false to stop.
+    pub fn drain(self, mut f: impl FnMut(&mut [SqlValue]) -> bool) -> Result<()> {
+        let mut row = vec![SqlValue::Null; self.columns];
+        for part in self.parts {
+            let mut bytes = Vec::new();
+            if let Some(mut file) = part.file {
+                file.seek(SeekFrom::Start(0))?;
+                BufReader::new(file).read_to_end(&mut bytes)?;
+            }
+            bytes.extend_from_slice(&part.buf);
+            drop(part.buf);
+            // (rank, offset of the row's cells): sorting by both keeps the scan order of ties
+            let mut order = Vec::new();
+            let mut at = 0;
+            while at < bytes.len() {
+                let rank = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+                order.push((rank, at + 4));
+                at += 4;
+                for _ in 0..self.columns {
+                    at = skip(&bytes, at);
+                }
+            }
+            order.sort_unstable();
+            for (_, mut at) in order {
+                for cell in row.iter_mut() {
+                    (*cell, at) = decode(&bytes, at);
+                }
+                if !f(&mut row) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+const NULL: u8 = 0;
+const INT: u8 = 1;
+const REAL: u8 = 2;
+const TEXT: u8 = 3;
+const BLOB: u8 = 4;
+
+fn put_varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(b: &[u8], mut at: usize) -> (u64, usize) {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let byte = b[at];
+        at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return (v, at);
+        }
+        shift += 7;
+    }
+}
+
+/// One cell: a tag, then an integer as a zigzag varint (timestamps take 5 bytes, most cells
+/// one), a real as 8 bytes, text and blobs with their length.
+fn encode(v: ValueRef, out: &mut Vec<u8>) {
+    match v {
+        ValueRef::Null => out.push(NULL),
+        ValueRef::Integer(i) => {
+            out.push(INT);
+            put_varint(((i << 1) ^ (i >> 63)) as u64, out);
+        }
+        ValueRef::Real(f) => {
+            out.push(REAL);
+            out.extend_from_slice(&f.to_le_bytes());
+        }
+        ValueRef::Text(t) | ValueRef::Blob(t) => {
+            out.push(if matches!(v, ValueRef::Text(_)) {
+                TEXT
+            } else {
+                BLOB
+            });
+            put_varint(t.len() as u64, out);
+            out.extend_from_slice(t);
+        }
+    }
+}
+
+fn decode(b: &[u8], at: usize) -> (SqlValue, usize) {
+    let tag = b[at];
+    let at = at + 1;
+    match tag {
+        INT => {
+            let (z, at) = get_varint(b, at);
+            (SqlValue::Integer((z >> 1) as i64 ^ -((z & 1) as i64)), at)
+        }
+        REAL => {
+            let f = f64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+            (SqlValue::Real(f), at + 8)
+        }
+        TEXT | BLOB => {
+            let (len, at) = get_varint(b, at);
+            let end = at + len as usize;
+            let bytes = &b[at..end];
+            let v = match tag {
+                // written from SQLite text, which rusqlite hands over unchecked: kept as read
+                TEXT => SqlValue::Text(String::from_utf8_lossy(bytes).into_owned()),
+                _ => SqlValue::Blob(bytes.to_vec()),
+            };
+            (v, end)
+        }
+        _ => (SqlValue::Null, at),
+    }
+}
+
+fn skip(b: &[u8], at: usize) -> usize {
+    let tag = b[at];
+    let at = at + 1;
+    match tag {
+        INT => get_varint(b, at).1,
+        REAL => at + 8,
+        TEXT | BLOB => {
+            let (len, at) = get_varint(b, at);
+            at + len as usize
+        }
+        _ => at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_survive_the_encoding() {
+        let cells = [
+            ValueRef::Null,
+            ValueRef::Integer(0),
+            ValueRef::Integer(-1),
+            ValueRef::Integer(i64::MIN),
+            ValueRef::Integer(i64::MAX),
+            ValueRef::Integer(1_700_000_000_123),
+            ValueRef::Real(-2.5),
+            ValueRef::Text(b"k\xc3\xa9rnel"),
+            ValueRef::Blob(&[0, 255, 7]),
+        ];
+        let mut b = Vec::new();
+        for c in cells {
+            encode(c, &mut b);
+        }
+        let mut at = 0;
+        for c in cells {
+            let (v, next) = decode(&b, at);
+            assert_eq!(v, SqlValue::from(c));
+            assert_eq!(skip(&b, at), next);
+            at = next;
+        }
+        assert_eq!(at, b.len());
+    }
+
+    /// Rows in many parts, most of them through files, come out in schedule order, rows of one
+    /// rowid (a join's) in scan order, every cell as read.
+    #[test]
+    fn rows_come_out_in_schedule_order_through_files() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE T (a, b)").unwrap();
+        for i in 0..200i64 {
+            let b = match i % 3 {
+                0 => SqlValue::Text(format!("t{i}")),
+                1 => SqlValue::Real(i as f64 / 4.0),
+                _ => SqlValue::Null,
+            };
+            conn.execute(
+                "INSERT INTO T VALUES (?1, ?2)",
+                rusqlite::params![i * 7 % 200, b],
+            )
+            .unwrap();
+        }
+        // the schedule: rowids by `a` descending; rowid 5 comes twice from the query
+        let schedule: Vec<i64> = conn
+            .prepare("SELECT rowid FROM T ORDER BY a DESC")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let sql =
+            "SELECT rowid, a, b FROM T UNION ALL SELECT rowid, -1, 'again' FROM T WHERE rowid = 5";
+        let mut stmt = conn.prepare(sql).unwrap();
+        let mut rows = stmt.query([]).unwrap();
+        let ranks = Ranks::new(schedule.iter().copied());
+        let mut shuffle = Shuffle::with_parts(&ranks, 3, 7, 40);
+        while let Some(r) = rows.next().unwrap() {
+            assert!(shuffle.push(r).unwrap());
+        }
+        assert!(shuffle.parts.iter().filter(|p| p.file.is_some()).count() > 20);
+        let mut got = Vec::new();
+        shuffle
+            .drain(|row| {
+                got.push(row.to_vec());
+                true
+            })
+            .unwrap();
+        let mut want: Vec<Vec<SqlValue>> = conn
+            .prepare("SELECT rowid, a, b FROM T ORDER BY a DESC")
+            .unwrap()
+            .query_map([], |r| (0..3).map(|i| r.get(i)).collect())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let five = want
+            .iter()
+            .position(|r| r[0] == SqlValue::Integer(5))
+            .unwrap();
+        let again = vec![5.into(), (-1).into(), SqlValue::Text("again".into())];
+        want.insert(five + 1, again);
+        assert_eq!(got, want);
+        // a rowid the schedule does not have
+        let ranks = Ranks::new([1, 2].into_iter());
+        let mut shuffle = Shuffle::new(&ranks, 1);
+        let mut stmt = conn.prepare("SELECT rowid FROM T WHERE rowid = 3").unwrap();
+        let mut rows = stmt.query([]).unwrap();
+        assert!(!shuffle.push(rows.next().unwrap().unwrap()).unwrap());
+    }
+
+    #[test]
+    fn ranks_dense_and_sparse() {
+        let dense = Ranks::new([5, 3, 4].into_iter());
+        assert_eq!(
+            (dense.of(3), dense.of(4), dense.of(5), dense.of(6)),
+            (Some(1), Some(2), Some(0), None)
+        );
+        let sparse = Ranks::new([1 << 40, 7, -3].into_iter());
+        assert_eq!(
+            (
+                sparse.of(7),
+                sparse.of(-3),
+                sparse.of(1 << 40),
+                sparse.of(8)
+            ),
+            (Some(1), Some(2), Some(0), None)
+        );
+        assert_eq!(Ranks::new([].into_iter()).of(0), None);
+    }
+}
