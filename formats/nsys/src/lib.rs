@@ -3,7 +3,8 @@
 //! [`import()`], the options in [`options`] and the diagnostics in [`diag`].
 //!
 //! The file is opened read-only and never changed; events are pushed in the IR's total order
-//! (`EventOrder::Sorted`), with memory bounded by definitions and in-flight launches, not by rows.
+//! (`EventOrder::Sorted`). Rows stream: memory holds definitions, in-flight launches, the launch
+//! join's index (72 bytes per GPU row) and, for a table not stored in time order, 4 bytes a row.
 //! Mapping per table and version, and what is not imported: `docs/formats/nsys.md`.
 
 mod catalogue;
