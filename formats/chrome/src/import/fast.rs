@@ -15,77 +15,70 @@ const MAX_DEPTH: usize = 64;
 /// The event in `bytes`, or `None` where serde must decide.
 pub fn parse_event(bytes: &[u8]) -> Option<RawEvent<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut p = Parser {
-        text,
-        b: text.as_bytes(),
-        i: 0,
-    };
     let mut e = RawEvent::default();
-    p.ws();
-    p.eat(b'{')?;
-    p.ws();
-    if p.peek() == Some(b'}') {
-        p.i += 1;
-    } else {
-        loop {
-            let key = p.plain_string()?;
-            p.ws();
-            p.eat(b':')?;
-            p.ws();
-            e.fields += 1;
-            match key {
-                "ph" => e.ph = p.text_field()?,
-                "name" => e.name = p.text_field()?,
-                "cat" => e.cat = p.text_field()?,
-                "scope" => e.scope = p.text_field()?,
-                "s" => e.s = p.text_field()?,
-                "bp" => e.bp = p.text_field()?,
-                "cname" => e.cname = p.text_field()?,
-                "args" => e.args = p.raw_field(true)?,
-                "ts" => e.ts = p.raw_field(false)?,
-                "dur" => e.dur = p.raw_field(false)?,
-                "tts" => e.tts = p.raw_field(false)?,
-                "tdur" => e.tdur = p.raw_field(false)?,
-                "pid" => e.pid = p.raw_field(false)?,
-                "tid" => e.tid = p.raw_field(false)?,
-                "id" => e.id = p.raw_field(false)?,
-                "id2" => e.id2 = p.raw_field(false)?,
-                "bind_id" => e.bind_id = p.raw_field(false)?,
-                "flow_in" => e.flow_in = p.raw_field(false)?,
-                "flow_out" => e.flow_out = p.raw_field(false)?,
-                "sf" => e.sf = p.raw_field(false)?,
-                "stack" => e.stack = p.raw_field(false)?,
-                "esf" => e.esf = p.raw_field(false)?,
-                "estack" => e.estack = p.raw_field(false)?,
-                _ => {
-                    p.raw_field(false)?;
-                    e.unknown += 1;
-                    if e.first_unknown.is_none() {
-                        e.first_unknown = Some(key.to_owned());
-                    }
+    object(text, |p, key| {
+        e.fields += 1;
+        match key {
+            "ph" => e.ph = p.text_field()?,
+            "name" => e.name = p.text_field()?,
+            "cat" => e.cat = p.text_field()?,
+            "scope" => e.scope = p.text_field()?,
+            "s" => e.s = p.text_field()?,
+            "bp" => e.bp = p.text_field()?,
+            "cname" => e.cname = p.text_field()?,
+            "args" => e.args = p.raw_field(true)?,
+            "ts" => e.ts = p.raw_field(false)?,
+            "dur" => e.dur = p.raw_field(false)?,
+            "tts" => e.tts = p.raw_field(false)?,
+            "tdur" => e.tdur = p.raw_field(false)?,
+            "pid" => e.pid = p.raw_field(false)?,
+            "tid" => e.tid = p.raw_field(false)?,
+            "id" => e.id = p.raw_field(false)?,
+            "id2" => e.id2 = p.raw_field(false)?,
+            "bind_id" => e.bind_id = p.raw_field(false)?,
+            "flow_in" => e.flow_in = p.raw_field(false)?,
+            "flow_out" => e.flow_out = p.raw_field(false)?,
+            "sf" => e.sf = p.raw_field(false)?,
+            "stack" => e.stack = p.raw_field(false)?,
+            "esf" => e.esf = p.raw_field(false)?,
+            "estack" => e.estack = p.raw_field(false)?,
+            _ => {
+                p.raw_field(false)?;
+                e.unknown += 1;
+                if e.first_unknown.is_none() {
+                    e.first_unknown = Some(key.to_owned());
                 }
             }
-            p.ws();
-            match p.next()? {
-                b',' => p.ws(),
-                b'}' => break,
-                _ => return None,
-            }
         }
-    }
-    p.ws();
-    (p.i == p.b.len()).then_some(e)
+        Some(())
+    })?;
+    Some(e)
 }
 
 /// The key/value pairs of the JSON object `text`, values as raw text, where no key has an
 /// escape; `None` where serde must decide (escapes, deep nesting, or not an object).
 pub fn object_pairs(text: &str) -> Option<Vec<(Text<'_>, Raw<'_>)>> {
+    let mut pairs = Vec::new();
+    object(text, |p, key| {
+        let start = p.i;
+        p.value(0)?;
+        pairs.push((Text(Cow::Borrowed(key)), Raw::new(&text[start..p.i])));
+        Some(())
+    })?;
+    Some(pairs)
+}
+
+/// Walks `text` as one JSON object (and nothing after it) whose keys have no escapes, handing
+/// each key to `member`, which reads the value after it; `None` where serde must decide.
+fn object<'a>(
+    text: &'a str,
+    mut member: impl FnMut(&mut Parser<'a>, &'a str) -> Option<()>,
+) -> Option<()> {
     let mut p = Parser {
         text,
         b: text.as_bytes(),
         i: 0,
     };
-    let mut pairs = Vec::new();
     p.ws();
     p.eat(b'{')?;
     p.ws();
@@ -97,9 +90,7 @@ pub fn object_pairs(text: &str) -> Option<Vec<(Text<'_>, Raw<'_>)>> {
             p.ws();
             p.eat(b':')?;
             p.ws();
-            let start = p.i;
-            p.value(0)?;
-            pairs.push((Text(Cow::Borrowed(key)), Raw::new(&text[start..p.i])));
+            member(&mut p, key)?;
             p.ws();
             match p.next()? {
                 b',' => p.ws(),
@@ -109,7 +100,7 @@ pub fn object_pairs(text: &str) -> Option<Vec<(Text<'_>, Raw<'_>)>> {
         }
     }
     p.ws();
-    (p.i == p.b.len()).then_some(pairs)
+    (p.i == p.b.len()).then_some(())
 }
 
 struct Parser<'a> {
