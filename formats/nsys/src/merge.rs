@@ -235,7 +235,26 @@ fn read_join(path: &Path, join: &LaunchJoin, orders: &Orders, tx: &SyncSender<Ms
     Ok(())
 }
 
-/// The merge's end of one reader.
+/// Runs `read` on a reader thread of its own, `name`d, which sends its rows (or the error that
+/// stopped it) through a bounded channel; the merge's end of it.
+fn spawn_reader<'scope, 'env, 'a>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    name: String,
+    read: impl FnOnce(&SyncSender<Msg>) -> Result<()> + Send + 'scope,
+) -> Result<Feed<'a>> {
+    let (tx, rx) = sync_channel(AHEAD);
+    let reader = move || {
+        if let Err(e) = read(&tx) {
+            let _ = tx.send(Msg::Failed(e));
+        }
+    };
+    std::thread::Builder::new()
+        .name(name)
+        .spawn_scoped(scope, reader)
+        .map_err(Error::Io)?;
+    Ok(Feed::Channel(rx))
+}
+
 /// Where a cursor's rows come from.
 enum Feed<'a> {
     Channel(Receiver<Msg>),
@@ -366,32 +385,12 @@ pub fn run(
         let mut cursors = Vec::with_capacity(defs.len());
         for def in defs {
             let feed = match &def.source {
-                Source::Query(query) => {
-                    let (tx, rx) = sync_channel(AHEAD);
-                    let reader = move || {
-                        if let Err(e) = read(path, def, query, orders, &tx) {
-                            let _ = tx.send(Msg::Failed(e));
-                        }
-                    };
-                    std::thread::Builder::new()
-                        .name(format!("nsys {}", def.table))
-                        .spawn_scoped(scope, reader)
-                        .map_err(Error::Io)?;
-                    Feed::Channel(rx)
-                }
-                Source::Join(join) => {
-                    let (tx, rx) = sync_channel(AHEAD);
-                    let reader = move || {
-                        if let Err(e) = read_join(path, join, orders, &tx) {
-                            let _ = tx.send(Msg::Failed(e));
-                        }
-                    };
-                    std::thread::Builder::new()
-                        .name(format!("nsys {} join", def.table))
-                        .spawn_scoped(scope, reader)
-                        .map_err(Error::Io)?;
-                    Feed::Channel(rx)
-                }
+                Source::Query(query) => spawn_reader(scope, format!("nsys {}", def.table), {
+                    move |tx| read(path, def, query, orders, tx)
+                })?,
+                Source::Join(join) => spawn_reader(scope, format!("nsys {} join", def.table), {
+                    move |tx| read_join(path, join, orders, tx)
+                })?,
                 Source::Spool(spool) => Feed::Spool(spool.reader()?, spool.columns()),
             };
             cursors.push(Cursor {
