@@ -18,6 +18,7 @@ use tracex_ir::{Location, Result};
 
 use crate::catalogue::COMMON;
 use crate::db::{row_count, sqlite_error, Table};
+use crate::idmap::IdMap;
 use crate::order::{OrderCheck, Orders};
 
 /// The join of the API calls of `api` with the GPU rows of `gpu`.
@@ -99,20 +100,11 @@ const G_CORR: usize = 7;
 /// API columns read: rowid, start, globalTid, correlationId.
 const A: usize = 4;
 
-/// Where the GPU rows of one correlation id start in the sorted vector, per process.
-enum Slots {
-    /// Index + 1 by `corr - min` (0: none), when ids are dense enough.
-    Dense {
-        min: i64,
-        first: Vec<u32>,
-    },
-    Sparse(FxHashMap<i64, u32>),
-}
-
-/// The GPU rows sorted by (process, correlation id, rowid), with their slots per process.
+/// The GPU rows sorted by (process, correlation id, rowid), and per process where the rows of
+/// each correlation id start.
 struct GpuIndex {
     cells: Cells<G>,
-    by_process: FxHashMap<i64, Slots>,
+    by_process: FxHashMap<i64, IdMap>,
 }
 
 /// The process part of a globalPid or globalTid (the join's `>> 24`).
@@ -147,38 +139,21 @@ impl GpuIndex {
         cells
             .rows
             .sort_unstable_by_key(|(v, _)| (process_of(v[G_PID]), v[G_CORR], v[0]));
-        let mut by_process: FxHashMap<i64, Slots> = FxHashMap::default();
+        let mut by_process = FxHashMap::default();
+        let rows = &cells.rows;
         let mut i = 0;
-        while i < cells.rows.len() {
+        while i < rows.len() {
             // one process: rows i..j
-            let p = process_of(cells.rows[i].0[G_PID]);
+            let p = process_of(rows[i].0[G_PID]);
             let mut j = i;
-            while j < cells.rows.len() && process_of(cells.rows[j].0[G_PID]) == p {
+            while j < rows.len() && process_of(rows[j].0[G_PID]) == p {
                 j += 1;
             }
-            let (min, max) = (cells.rows[i].0[G_CORR], cells.rows[j - 1].0[G_CORR]);
-            let span = (max as i128 - min as i128 + 1) as u128;
-            let dense = span <= 4 * (j - i) as u128 + 1024;
-            let mut slots = match dense {
-                true => Slots::Dense {
-                    min,
-                    first: vec![0; span as usize],
-                },
-                false => Slots::Sparse(FxHashMap::default()),
-            };
-            for k in i..j {
-                let corr = cells.rows[k].0[G_CORR];
-                if k > i && cells.rows[k - 1].0[G_CORR] == corr {
-                    continue;
-                }
-                match &mut slots {
-                    Slots::Dense { min, first } => first[(corr - *min) as usize] = k as u32 + 1,
-                    Slots::Sparse(m) => {
-                        m.insert(corr, k as u32);
-                    }
-                }
-            }
-            by_process.insert(p, slots);
+            // the first row of each correlation id (ids are counters: dense within a process)
+            let firsts = (i..j)
+                .filter(|&k| k == i || rows[k - 1].0[G_CORR] != rows[k].0[G_CORR])
+                .map(|k| (rows[k].0[G_CORR], k as u32));
+            by_process.insert(p, IdMap::new(firsts, 4));
             i = j;
         }
         Ok(GpuIndex { cells, by_process })
@@ -186,15 +161,7 @@ impl GpuIndex {
 
     /// The rows of (`process`, `corr`): a range of the sorted vector.
     fn find(&self, process: i64, corr: i64) -> std::ops::Range<usize> {
-        let first = match self.by_process.get(&process) {
-            Some(Slots::Dense { min, first }) => corr
-                .checked_sub(*min)
-                .and_then(|d| usize::try_from(d).ok())
-                .and_then(|d| first.get(d))
-                .and_then(|&f| f.checked_sub(1)),
-            Some(Slots::Sparse(m)) => m.get(&corr).copied(),
-            None => None,
-        };
+        let first = self.by_process.get(&process).and_then(|m| m.get(corr));
         let Some(first) = first.map(|f| f as usize) else {
             return 0..0;
         };

@@ -20,6 +20,7 @@ mod flows;
 mod format;
 mod gpu;
 mod identity;
+mod idmap;
 mod import;
 mod importer;
 mod instants;

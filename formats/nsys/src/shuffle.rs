@@ -12,8 +12,9 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
-use rustc_hash::FxHashMap;
 use tracex_ir::Result;
+
+use crate::idmap::IdMap;
 
 /// Rows per part at least, and parts at most: a million rows make 16 parts of 64k rows.
 const PART_ROWS: usize = 1 << 16;
@@ -24,39 +25,16 @@ const PART_BUFFER: usize = 1 << 18;
 /// The rank of every rowid in the order the rows are wanted.
 pub struct Ranks {
     len: usize,
-    min: i64,
-    /// Rank by `rowid - min`, `u32::MAX` for a rowid not scheduled (dense rowids).
-    dense: Vec<u32>,
-    sparse: FxHashMap<i64, u32>,
+    by_rowid: IdMap,
 }
 
 impl Ranks {
     /// `schedule`: every rowid, in the order wanted.
     pub fn new(schedule: impl ExactSizeIterator<Item = i64> + Clone) -> Ranks {
-        let len = schedule.len();
-        let (min, max) = match (schedule.clone().min(), schedule.clone().max()) {
-            (Some(a), Some(b)) => (a, b),
-            _ => (0, -1),
-        };
-        let span = (max as i128 - min as i128 + 1).max(0) as u128;
-        let mut ranks = Ranks {
-            len,
-            min,
-            dense: Vec::new(),
-            sparse: FxHashMap::default(),
-        };
-        if span <= 2 * len as u128 + 1024 {
-            ranks.dense = vec![u32::MAX; span as usize];
-            for (rank, rowid) in schedule.enumerate() {
-                ranks.dense[(rowid - min) as usize] = rank as u32;
-            }
-        } else {
-            ranks.sparse = schedule
-                .enumerate()
-                .map(|(rank, rowid)| (rowid, rank as u32))
-                .collect();
+        Ranks {
+            len: schedule.len(),
+            by_rowid: IdMap::new(schedule.enumerate().map(|(r, id)| (id, r as u32)), 2),
         }
-        ranks
     }
 
     /// How many rowids have a rank.
@@ -65,11 +43,7 @@ impl Ranks {
     }
 
     fn of(&self, rowid: i64) -> Option<u32> {
-        if self.dense.is_empty() {
-            return self.sparse.get(&rowid).copied();
-        }
-        let i = usize::try_from(rowid.checked_sub(self.min)?).ok()?;
-        self.dense.get(i).copied().filter(|&r| r != u32::MAX)
+        self.by_rowid.get(rowid)
     }
 }
 
