@@ -49,6 +49,15 @@ impl OrderKey {
 /// Default memory budget of a [`Sorter`]: 256 MiB of buffered events.
 pub const DEFAULT_BUDGET: usize = 256 << 20;
 
+/// The first runs spill at this buffer size, far below the budget: a small buffer is sorted and
+/// written on the other core while the importer goes on, stays in cache and reuses warm pages,
+/// where one big buffer left most of the sorting to the end, on the importer's thread.
+const FIRST_RUN: usize = 16 << 20;
+
+/// Later runs grow with what is already on disk (a sixteenth of it), so that the number of runs,
+/// and of files open in the final merge, grows with the logarithm of the input.
+const RUN_GROWTH: usize = 16;
+
 /// A buffered event: its place in the order, its input, and where its encoding lies in the
 /// buffer's bytes. Sorting these 48-byte entries instead of the events themselves moves a third
 /// of the bytes, and encoded events take a third of the memory of `Event`s with their heap.
@@ -122,6 +131,10 @@ pub struct Sorter<S> {
     buf: Buffer,
     budget: usize,
     runs: Vec<Spilled>,
+    /// Buffer bytes spilled so far, which size the next run.
+    spilled: usize,
+    /// The size of the first runs ([`FIRST_RUN`]; smaller in tests).
+    first_run: usize,
     seq: u64,
     input: u32,
     inputs_begun: u32,
@@ -149,6 +162,8 @@ impl<S: Stage> Sorter<S> {
             buf: Buffer::default(),
             budget: budget.max(1),
             runs: Vec::new(),
+            spilled: 0,
+            first_run: FIRST_RUN,
             seq: 0,
             input: 0,
             inputs_begun: 0,
@@ -188,11 +203,21 @@ impl<S: Stage> Sorter<S> {
         self.inner
     }
 
+    /// The buffer size at which the next run spills: at most half the budget, as two buffers
+    /// exist at a time.
+    fn threshold(&self) -> usize {
+        let most = self.budget / 2;
+        (self.spilled / RUN_GROWTH)
+            .max(self.first_run)
+            .min(most)
+            .max(1)
+    }
+
     /// Hands the buffer to a background thread that sorts it and writes it as runs (one per
-    /// input), after the previous one is done: so at most two buffers exist at a time, and the
-    /// spill threshold is half the budget.
+    /// input), after the previous one is done: so at most two buffers exist at a time.
     fn spill(&mut self) -> Result<()> {
         self.collect_spill()?;
+        self.spilled += self.buf.size();
         let next = self.spare.take().unwrap_or_else(|| self.buf.sized_like());
         let buf = std::mem::replace(&mut self.buf, next);
         self.spilling = Some(std::thread::spawn(move || write_runs(buf)));
@@ -308,7 +333,7 @@ impl<S: Stage> Stage for Sorter<S> {
             *f = Some(f.map_or(key.ts, |t: i64| t.min(key.ts)));
         }
         self.buf.push(self.input, key, &event)?;
-        if self.buf.size() >= self.budget / 2 {
+        if self.buf.size() >= self.threshold() {
             self.spill()?;
         }
         Ok(())
@@ -492,6 +517,41 @@ mod tests {
         let runs = s.spilled_runs();
         s.end(&mut defs, &mut diag).unwrap();
         (s.into_inner().events, runs)
+    }
+
+    #[test]
+    fn runs_start_small_and_grow_with_what_is_spilled() {
+        let (mut defs, mut diag) = (Defs::new(), Diagnostics::default());
+        let mut s = Sorter::with_budget(MemSink::default(), usize::MAX);
+        s.first_run = 100;
+        let mut pushed = 0;
+        for _ in 0..40 {
+            for e in events() {
+                s.push(&mut defs, &mut diag, e).unwrap();
+                pushed += 1;
+            }
+        }
+        s.collect_spill().unwrap();
+        let (runs, spilled) = (s.spilled_runs(), s.spilled);
+        // a run of the first size holds a few events: equal runs would be thousands
+        assert!(spilled > 100 * 1000, "{spilled} bytes spilled");
+        let most = RUN_GROWTH as f64 * (1.0 + (spilled as f64 / 100.0).ln()) + 2.0;
+        assert!(
+            runs > RUN_GROWTH && (runs as f64) < most,
+            "{runs} runs, at most {most}"
+        );
+        s.end(&mut defs, &mut diag).unwrap();
+        let out = s.into_inner().events;
+        assert_eq!(out.len(), pushed);
+        let mut memory = Sorter::with_budget(MemSink::default(), usize::MAX);
+        for _ in 0..40 {
+            for e in events() {
+                memory.push(&mut defs, &mut diag, e).unwrap();
+            }
+        }
+        assert_eq!(memory.spilled_runs(), 0);
+        memory.end(&mut defs, &mut diag).unwrap();
+        assert!(out == memory.into_inner().events, "not the order of memory");
     }
 
     #[test]
