@@ -4,6 +4,7 @@
 //! queue for their place in the order. Memory: launches whose GPU work has not started yet.
 
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
@@ -22,6 +23,21 @@ struct PendingLaunch {
     flow: FlowId,
     /// NVTX push/pop ranges open on the launching thread, outermost first (nvtx-kernel).
     nvtx: Vec<StrId>,
+}
+
+/// Names of the NVTX push/pop ranges open on `track` at `ts`, outermost first.
+fn open_nvtx_names(
+    open: &mut FxHashMap<TrackId, Vec<(i64, StrId)>>,
+    track: TrackId,
+    ts: i64,
+) -> Vec<StrId> {
+    match open.get_mut(&track) {
+        Some(stack) => {
+            stack.retain(|(e, _)| *e > ts);
+            stack.iter().map(|(_, n)| *n).collect()
+        }
+        None => Vec::new(),
+    }
 }
 
 /// An event made at emission time for a later (or equal) point in the order.
@@ -114,11 +130,15 @@ impl Emitter {
                 if gpu_start <= f.ts {
                     return None;
                 }
-                if self.pending.contains_key(&(src, grow)) {
-                    let at = row_at(flow_source_table(src), grow);
-                    diag.record(&d::DUPLICATE_CORRELATION, at());
-                    return None;
-                }
+                // one look-up finds a duplicate and keeps the place for the launch
+                let slot = match self.pending.entry((src, grow)) {
+                    Entry::Occupied(_) => {
+                        let at = row_at(flow_source_table(src), grow);
+                        diag.record(&d::DUPLICATE_CORRELATION, at());
+                        return None;
+                    }
+                    Entry::Vacant(slot) => slot,
+                };
                 // the correlation id, as Kineto's flows have it, unless another process used it
                 let (id, renumbered) = defs.flow_id(correlation);
                 if renumbered {
@@ -127,12 +147,11 @@ impl Emitter {
                 }
                 f.id = id;
                 let nvtx = if self.nvtx_kernel && src == SRC_KERNEL {
-                    self.open_nvtx_names(f.track, f.ts)
+                    open_nvtx_names(&mut self.nvtx_open, f.track, f.ts)
                 } else {
                     Vec::new()
                 };
-                self.pending
-                    .insert((src, grow), PendingLaunch { flow: f.id, nvtx });
+                slot.insert(PendingLaunch { flow: f.id, nvtx });
                 Some(event)
             }
             Hook::Gpu { src, rowid } => {
@@ -178,17 +197,6 @@ impl Emitter {
                 }
                 Some(event)
             }
-        }
-    }
-
-    /// Names of the NVTX push/pop ranges open on `track` at `ts`, outermost first.
-    fn open_nvtx_names(&mut self, track: TrackId, ts: i64) -> Vec<StrId> {
-        match self.nvtx_open.get_mut(&track) {
-            Some(stack) => {
-                stack.retain(|(e, _)| *e > ts);
-                stack.iter().map(|(_, n)| *n).collect()
-            }
-            None => Vec::new(),
         }
     }
 
