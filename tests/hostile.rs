@@ -776,6 +776,29 @@ fn max_memory_stops_with_an_error_and_no_output() {
     assert!(err.contains("--max-memory"), "{err}");
 }
 
+/// Sorting spills runs to the temporary directory: where it cannot be written, the conversion
+/// stops with an error that names it and the remedy, and writes nothing.
+#[test]
+fn unwritable_temporary_directory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "deep.json", &nested_x(50_000));
+    let out = dir.path().join("out.json");
+    let o = tracex()
+        .env("TMPDIR", dir.path().join("missing"))
+        .args(["convert", "--mem-budget", "1M"])
+        .arg(&input)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("missing") && err.contains("TMPDIR"),
+        "the directory and the remedy are not named: {err}"
+    );
+    assert!(!out.exists());
+}
+
 /// Defect 6: temporaries of a tracex that was killed (SIGKILL, OOM killer) are removed by the
 /// next run into the same directory, which says so; those of a live process are not.
 #[test]

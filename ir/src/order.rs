@@ -243,7 +243,7 @@ fn write_runs(mut buf: Buffer) -> Result<SpillDone> {
     let mut runs = Vec::new();
     let mut key = Vec::new();
     for segment in buf.entries.chunk_by(|a, b| a.input == b.input) {
-        let mut w = BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
+        let mut w = BufWriter::with_capacity(1 << 20, run_file()?);
         for e in segment {
             key.clear();
             codec::put_i64(&mut key, e.key.ts);
@@ -260,6 +260,22 @@ fn write_runs(mut buf: Buffer) -> Result<SpillDone> {
     }
     buf.clear();
     Ok((runs, buf))
+}
+
+/// A new temporary file for a run, or an error that names the directory it could not be made in.
+fn run_file() -> Result<File> {
+    tempfile::tempfile().map_err(|e| {
+        let dir = std::env::temp_dir();
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot create a temporary file in {} to sort events (set TMPDIR to a writable \
+                 directory): {e}",
+                dir.display()
+            ),
+        )
+        .into()
+    })
 }
 
 /// A run written to a temporary file, and the input it belongs to.
