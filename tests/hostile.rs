@@ -751,27 +751,32 @@ fn many_counter_series_to_otf2_bounded_memory() {
     }
 }
 
+/// Runs `cmd`, which must exit 1 and leave `dir` holding only `input` (no output, no
+/// temporaries); gives its stderr.
+fn fails_leaving_only_the_input(mut cmd: std::process::Command, dir: &Path, input: &str) -> String {
+    let o = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from(input)], "{err}");
+    err
+}
+
 /// `--max-memory`: a conversion over the limit stops with a clear error and writes nothing.
 #[test]
 fn max_memory_stops_with_an_error_and_no_output() {
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "deep.json", &nested_x(20_000));
-    let out = dir.path().join("out.json");
-    let o = tracex()
-        .args(["--max-memory", "1M", "convert"])
+    let mut cmd = tracex();
+    cmd.args(["--max-memory", "1M", "convert"])
         .arg(&input)
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+        .arg(dir.path().join("out.json"));
+    let err = fails_leaving_only_the_input(cmd, dir.path(), "deep.json");
     assert!(err.contains("memory limit exceeded"), "{err}");
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    assert_eq!(left, vec![std::ffi::OsString::from("deep.json")]);
     let err = run_err(&["--max-memory", "lots", "info", input.to_str().unwrap()]);
     assert!(err.contains("--max-memory"), "{err}");
 }
@@ -782,21 +787,16 @@ fn max_memory_stops_with_an_error_and_no_output() {
 fn unwritable_temporary_directory_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "deep.json", &nested_x(50_000));
-    let out = dir.path().join("out.json");
-    let o = tracex()
-        .env("TMPDIR", dir.path().join("missing"))
+    let mut cmd = tracex();
+    cmd.env("TMPDIR", dir.path().join("missing"))
         .args(["convert", "--mem-budget", "1M"])
         .arg(&input)
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+        .arg(dir.path().join("out.json"));
+    let err = fails_leaving_only_the_input(cmd, dir.path(), "deep.json");
     assert!(
         err.contains("missing") && err.contains("TMPDIR"),
         "the directory and the remedy are not named: {err}"
     );
-    assert!(!out.exists());
 }
 
 /// Defect 6: temporaries of a tracex that was killed (SIGKILL, OOM killer) are removed by the
