@@ -169,7 +169,19 @@ impl<'a> Decoder<'a> {
         Ok(b)
     }
 
+    /// A LEB128 value; most are ids and flags of one byte, read without the loop.
+    #[inline]
     pub fn u64(&mut self) -> Result<u64> {
+        match self.buf.get(self.pos) {
+            Some(&b) if b < 0x80 => {
+                self.pos += 1;
+                Ok(b as u64)
+            }
+            _ => self.long_u64(),
+        }
+    }
+
+    fn long_u64(&mut self) -> Result<u64> {
         let mut v = 0u64;
         let mut shift = 0;
         loop {
