@@ -35,7 +35,7 @@ pub struct Input {
     pub is_dir: bool,
     pub compressed: bool,
     pub head: Vec<u8>,
-    reader: Option<Box<dyn Read>>,
+    reader: Option<Box<dyn Read + Send>>,
     /// Keeps the temporary copy made by `file_path` alive.
     spool: Option<tempfile::NamedTempFile>,
     /// Keeps the SQLite export of an Nsight Systems report alive.
@@ -53,7 +53,7 @@ impl Input {
             return Ok(input);
         }
         let progress = Arc::new(Progress::new());
-        let (path, raw): (Option<PathBuf>, Box<dyn Read>) = if arg == "-" {
+        let (path, raw): (Option<PathBuf>, Box<dyn Read + Send>) = if arg == "-" {
             (None, Box::new(io::stdin()))
         } else {
             let p = PathBuf::from(arg);
@@ -85,7 +85,7 @@ impl Input {
         let got = read_up_to(&mut buffered, &mut magic)?;
         let prefix = Cursor::new(magic[..got].to_vec());
         let compressed = got == 2 && magic == [0x1f, 0x8b];
-        let mut stream: Box<dyn Read> = if compressed {
+        let mut stream: Box<dyn Read + Send> = if compressed {
             Box::new(BufReader::with_capacity(
                 1 << 20,
                 MultiGzDecoder::new(prefix.chain(buffered)),
@@ -100,7 +100,7 @@ impl Input {
         if head.starts_with(UTF8_BOM) {
             head.drain(..UTF8_BOM.len());
         }
-        let reader: Box<dyn Read> = Box::new(Cursor::new(head.clone()).chain(stream));
+        let reader: Box<dyn Read + Send> = Box::new(Cursor::new(head.clone()).chain(stream));
         Ok(Input {
             display: arg.to_string(),
             path,
@@ -124,7 +124,7 @@ impl Input {
     }
 
     /// The whole (decompressed) input as a stream; only once.
-    pub fn take_reader(&mut self) -> io::Result<Box<dyn Read>> {
+    pub fn take_reader(&mut self) -> io::Result<Box<dyn Read + Send>> {
         self.reader
             .take()
             .ok_or_else(|| io::Error::other("input already read"))
@@ -155,7 +155,7 @@ impl Source for Input {
     fn compressed(&self) -> bool {
         self.compressed
     }
-    fn reader(&mut self) -> io::Result<Box<dyn Read>> {
+    fn reader(&mut self) -> io::Result<Box<dyn Read + Send>> {
         self.take_reader()
     }
     fn file(&mut self) -> io::Result<PathBuf> {

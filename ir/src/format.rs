@@ -89,7 +89,7 @@ pub trait Source {
     /// Whether the input is gzip-compressed ([`Source::reader`] decompresses it).
     fn compressed(&self) -> bool;
     /// The whole decompressed input as a stream; only once.
-    fn reader(&mut self) -> io::Result<Box<dyn Read>>;
+    fn reader(&mut self) -> io::Result<Box<dyn Read + Send>>;
     /// A path to the decompressed input as a plain file: the input itself, or a temporary copy
     /// for stdin and compressed input.
     fn file(&mut self) -> io::Result<PathBuf>;

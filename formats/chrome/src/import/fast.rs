@@ -4,6 +4,10 @@
 //! (once to skip it, once to check it as a raw value). Anything else gives `None` and the caller
 //! parses the event with serde, so the two agree on every input: the same fields, and where the
 //! input is not valid JSON, serde's error.
+//!
+//! The pass yields a [`Layout`]: where each field lies in the event's text. It holds no borrow,
+//! so the read-ahead thread can parse an event and the importer's thread build the
+//! [`RawEvent`] from the same bytes.
 
 use std::borrow::Cow;
 
@@ -12,46 +16,178 @@ use super::raw::{Raw, RawEvent, Text};
 /// The deepest nesting this path checks; deeper values go to serde (its own limit is 128).
 const MAX_DEPTH: usize = 64;
 
+/// A field of [`RawEvent`] the fast path fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Ph,
+    Name,
+    Cat,
+    Scope,
+    S,
+    Bp,
+    Cname,
+    Args,
+    Ts,
+    Dur,
+    Tts,
+    Tdur,
+    Pid,
+    Tid,
+    Id,
+    Id2,
+    BindId,
+    FlowIn,
+    FlowOut,
+    Sf,
+    Stack,
+    Esf,
+    Estack,
+}
+
+/// How a field's value is read: a string (its contents) or a raw value (its text), and whether
+/// a raw value may be an object or array.
+enum Shape {
+    Text,
+    Raw { nested: bool },
+}
+
+fn field(key: &str) -> Option<(Field, Shape)> {
+    use Field::*;
+    let raw = Shape::Raw { nested: false };
+    Some(match key {
+        "ph" => (Ph, Shape::Text),
+        "name" => (Name, Shape::Text),
+        "cat" => (Cat, Shape::Text),
+        "scope" => (Scope, Shape::Text),
+        "s" => (S, Shape::Text),
+        "bp" => (Bp, Shape::Text),
+        "cname" => (Cname, Shape::Text),
+        "args" => (Args, Shape::Raw { nested: true }),
+        "ts" => (Ts, raw),
+        "dur" => (Dur, raw),
+        "tts" => (Tts, raw),
+        "tdur" => (Tdur, raw),
+        "pid" => (Pid, raw),
+        "tid" => (Tid, raw),
+        "id" => (Id, raw),
+        "id2" => (Id2, raw),
+        "bind_id" => (BindId, raw),
+        "flow_in" => (FlowIn, raw),
+        "flow_out" => (FlowOut, raw),
+        "sf" => (Sf, raw),
+        "stack" => (Stack, raw),
+        "esf" => (Esf, raw),
+        "estack" => (Estack, raw),
+        _ => return None,
+    })
+}
+
+/// One known field, in input order: its value's bytes within the event, `None` for `null`.
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    pub field: Field,
+    pub at: Option<(u32, u32)>,
+}
+
+/// An event read by the fast path: its known fields are `spans` of the list it was read into
+/// (see [`layout`]).
+#[derive(Debug, Default)]
+pub struct Layout {
+    pub spans: std::ops::Range<usize>,
+    pub fields: u32,
+    pub unknown: u32,
+    pub first_unknown: Option<String>,
+}
+
+impl Layout {
+    /// The event, from the text the layout was read from and the list its spans went to;
+    /// `None` if they do not lie on `text` (not the text that was read).
+    pub fn event<'a>(&self, text: &'a str, spans: &[Span]) -> Option<RawEvent<'a>> {
+        let mut e = RawEvent {
+            fields: self.fields,
+            unknown: self.unknown,
+            first_unknown: self.first_unknown.clone(),
+            ..RawEvent::default()
+        };
+        for span in spans.get(self.spans.clone())? {
+            let v = match span.at {
+                Some((start, len)) => Some(text.get(start as usize..(start + len) as usize)?),
+                None => None,
+            };
+            let text = || v.map(|s| Text(Cow::Borrowed(s)));
+            let raw = || v.map(Raw::new);
+            match span.field {
+                Field::Ph => e.ph = text(),
+                Field::Name => e.name = text(),
+                Field::Cat => e.cat = text(),
+                Field::Scope => e.scope = text(),
+                Field::S => e.s = text(),
+                Field::Bp => e.bp = text(),
+                Field::Cname => e.cname = text(),
+                Field::Args => e.args = raw(),
+                Field::Ts => e.ts = raw(),
+                Field::Dur => e.dur = raw(),
+                Field::Tts => e.tts = raw(),
+                Field::Tdur => e.tdur = raw(),
+                Field::Pid => e.pid = raw(),
+                Field::Tid => e.tid = raw(),
+                Field::Id => e.id = raw(),
+                Field::Id2 => e.id2 = raw(),
+                Field::BindId => e.bind_id = raw(),
+                Field::FlowIn => e.flow_in = raw(),
+                Field::FlowOut => e.flow_out = raw(),
+                Field::Sf => e.sf = raw(),
+                Field::Stack => e.stack = raw(),
+                Field::Esf => e.esf = raw(),
+                Field::Estack => e.estack = raw(),
+            }
+        }
+        Some(e)
+    }
+}
+
 /// The event in `bytes`, or `None` where serde must decide.
 pub fn parse_event(bytes: &[u8]) -> Option<RawEvent<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut e = RawEvent::default();
+    let mut spans = Vec::new();
+    layout(text, &mut spans)?.event(text, &spans)
+}
+
+/// Reads the event `text`, appending the spans of its known fields to `spans`; `None` (and
+/// `spans` as it was) where serde must decide.
+pub fn layout(text: &str, spans: &mut Vec<Span>) -> Option<Layout> {
+    let first = spans.len();
+    let read = u32::try_from(text.len())
+        .ok()
+        .and_then(|_| read_layout(text, first, spans));
+    if read.is_none() {
+        spans.truncate(first);
+    }
+    read
+}
+
+fn read_layout(text: &str, first: usize, spans: &mut Vec<Span>) -> Option<Layout> {
+    let mut e = Layout::default();
     object(text, |p, key| {
         e.fields += 1;
-        match key {
-            "ph" => e.ph = p.text_field()?,
-            "name" => e.name = p.text_field()?,
-            "cat" => e.cat = p.text_field()?,
-            "scope" => e.scope = p.text_field()?,
-            "s" => e.s = p.text_field()?,
-            "bp" => e.bp = p.text_field()?,
-            "cname" => e.cname = p.text_field()?,
-            "args" => e.args = p.raw_field(true)?,
-            "ts" => e.ts = p.raw_field(false)?,
-            "dur" => e.dur = p.raw_field(false)?,
-            "tts" => e.tts = p.raw_field(false)?,
-            "tdur" => e.tdur = p.raw_field(false)?,
-            "pid" => e.pid = p.raw_field(false)?,
-            "tid" => e.tid = p.raw_field(false)?,
-            "id" => e.id = p.raw_field(false)?,
-            "id2" => e.id2 = p.raw_field(false)?,
-            "bind_id" => e.bind_id = p.raw_field(false)?,
-            "flow_in" => e.flow_in = p.raw_field(false)?,
-            "flow_out" => e.flow_out = p.raw_field(false)?,
-            "sf" => e.sf = p.raw_field(false)?,
-            "stack" => e.stack = p.raw_field(false)?,
-            "esf" => e.esf = p.raw_field(false)?,
-            "estack" => e.estack = p.raw_field(false)?,
-            _ => {
-                p.raw_field(false)?;
-                e.unknown += 1;
-                if e.first_unknown.is_none() {
-                    e.first_unknown = Some(key.to_owned());
-                }
+        let Some((field, shape)) = field(key) else {
+            p.raw_field(false)?;
+            e.unknown += 1;
+            if e.first_unknown.is_none() {
+                e.first_unknown = Some(key.to_owned());
             }
-        }
+            return Some(());
+        };
+        let at = match shape {
+            Shape::Text => p.text_field()?,
+            Shape::Raw { nested } => p.raw_field(nested)?,
+        };
+        // offsets fit: the caller checked that the event's length does
+        let at = at.map(|(start, end)| (start as u32, (end - start) as u32));
+        spans.push(Span { field, at });
         Some(())
     })?;
+    e.spans = first..spans.len();
     Some(e)
 }
 
@@ -161,24 +297,28 @@ impl<'a> Parser<'a> {
         Some(&self.text[start..self.i - 1])
     }
 
-    /// A text field: a string without escapes, or `null`.
-    fn text_field(&mut self) -> Option<Option<Text<'a>>> {
+    /// A text field: a string without escapes, or `null`; where its contents lie.
+    fn text_field(&mut self) -> Option<Option<(usize, usize)>> {
         if self.peek()? == b'n' {
             self.literal("null")?;
             return Some(None);
         }
-        Some(Some(Text(Cow::Borrowed(self.plain_string()?))))
+        let start = self.i + 1;
+        if self.skip_string()? {
+            return None;
+        }
+        Some(Some((start, self.i - 1)))
     }
 
     /// A raw field: any scalar, objects and arrays only where `nested` allows; `null` is none.
-    fn raw_field(&mut self, nested: bool) -> Option<Option<Raw<'a>>> {
+    /// Where its text lies.
+    fn raw_field(&mut self, nested: bool) -> Option<Option<(usize, usize)>> {
         let start = self.i;
         if !nested && matches!(self.peek()?, b'{' | b'[') {
             return None;
         }
         self.value(0)?;
-        let raw = &self.text[start..self.i];
-        Some((raw != "null").then(|| Raw::new(raw)))
+        Some((&self.b[start..self.i] != b"null").then_some((start, self.i)))
     }
 
     fn literal(&mut self, word: &str) -> Option<()> {

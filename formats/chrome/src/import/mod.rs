@@ -1,10 +1,12 @@
 //! Chrome JSON → IR. See `docs/formats/chrome.md` for the mapping of every phase.
 //!
-//! The input is streamed: [`tokenizer`] cuts it into events, [`raw`] reads each event's fields
-//! without copying, and [`Importer`] maps phases to IR events as they come. Only what cannot be
+//! The input is streamed: on a read-ahead thread ([`ahead`]), [`tokenizer`] cuts it into events
+//! and the [`fast`] path reads each event's fields; on the caller's thread, [`raw`] (serde) reads
+//! the events the fast path left, and [`Importer`] maps phases to IR events as they come. Only what cannot be
 //! resolved before the end is held back: open `B`/`b`/`N` slices, flow points (paired in time
 //! order at the end, as viewers do), and the top-level `samples`.
 
+mod ahead;
 mod args;
 pub mod fast;
 mod ids;
@@ -27,37 +29,29 @@ use tracex_ir::{
 use crate::diag as d;
 use crate::number::{micros_to_ns, parse_i64};
 use crate::options::ImportOptions;
+use ahead::Piece;
 pub use ids::IDENTITY;
 use ids::{Identities, MetaTarget};
 use raw::{Raw, RawEvent, Text};
-use tokenizer::{Item, TokError, Tokenizer};
+use tokenizer::TokError;
 
 /// Reads a Chrome trace from `reader` (already decompressed) into `ctx`.
-pub fn import<R: Read>(reader: R, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<()> {
-    let mut tok = Tokenizer::new(reader);
+pub fn import<R: Read + Send>(reader: R, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<()> {
     let mut imp = Importer::default();
-    loop {
-        let item = match tok.next_item() {
-            Ok(Some(item)) => item,
-            Ok(None) => break,
-            Err(TokError::Io(e)) => return Err(e.into()),
-            Err(TokError::Syntax(e)) => {
-                return Err(Error::invalid(Location::Byte(e.offset), e.message));
-            }
-        };
-        match item {
-            Item::Event {
+    let l = ahead::pieces(reader, |piece| -> Result<()> {
+        match piece {
+            Piece::Event {
                 bytes,
                 offset,
                 index,
+                parsed,
             } => {
                 imp.index = index;
-                let raw = match parse_event(bytes) {
+                let raw = match parsed.map_or_else(|| raw::parse_event_serde(bytes), Ok) {
                     Ok(r) => r,
-                    Err(e) if bytes.first() != Some(&b'{') => {
-                        let _ = e;
+                    Err(_) if bytes.first() != Some(&b'{') => {
                         ctx.diag.record(&d::NOT_AN_OBJECT, Location::Event(index));
-                        continue;
+                        return Ok(());
                     }
                     Err(e) => {
                         return Err(Error::invalid(
@@ -66,12 +60,11 @@ pub fn import<R: Read>(reader: R, _opts: &ImportOptions, ctx: &mut ImportCtx) ->
                         ));
                     }
                 };
-                imp.event(ctx, raw)?;
+                imp.event(ctx, raw)
             }
-            Item::Meta { key, raw, offset } => imp.meta(ctx, &key, raw, offset)?,
+            Piece::Meta { key, raw, offset } => imp.meta(ctx, key, raw, offset),
         }
-    }
-    let l = &tok.leniency;
+    })?;
     let diag = &mut ctx.diag;
     if let Some(at) = l.unterminated {
         diag.record(&d::UNTERMINATED, Location::Byte(at));
@@ -89,6 +82,15 @@ pub fn import<R: Read>(reader: R, _opts: &ImportOptions, ctx: &mut ImportCtx) ->
         None::<String>,
     );
     imp.finish(ctx)
+}
+
+impl From<TokError> for Error {
+    fn from(e: TokError) -> Self {
+        match e {
+            TokError::Io(e) => e.into(),
+            TokError::Syntax(e) => Error::invalid(Location::Byte(e.offset), e.message),
+        }
+    }
 }
 
 /// Parses one event object: by the [`fast`] path where it can, else by serde.

@@ -15,7 +15,7 @@ use super::devices::{Devices, UNKNOWN_STREAM};
 use crate::diag as d;
 
 /// Reads CUPTI Chrome JSON from `reader` into `ctx`.
-pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
+pub fn import<R: Read + Send>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     let mut state = State::default();
     // CUPTI's default timestamps are Unix-epoch ns; known before the first event, so that
     // exporters can write times from an origin (a `baseTimeNanoseconds` in the input wins)

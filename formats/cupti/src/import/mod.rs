@@ -25,7 +25,11 @@ use crate::options::ImportOptions;
 
 /// Reads CUPTI records (text or Chrome JSON, told apart by the first byte that is not
 /// whitespace) from `reader` into `ctx`.
-pub fn import<R: Read>(mut reader: R, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<()> {
+pub fn import<R: Read + Send>(
+    mut reader: R,
+    _opts: &ImportOptions,
+    ctx: &mut ImportCtx,
+) -> Result<()> {
     let mut head = Vec::new();
     let mut chunk = [0u8; 4096];
     let first = loop {
