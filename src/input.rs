@@ -140,7 +140,8 @@ impl Input {
             return Ok(s.path().to_path_buf());
         }
         let mut r = self.take_reader()?;
-        let mut tmp = tempfile::NamedTempFile::new()?;
+        let mut tmp = tempfile::NamedTempFile::new()
+            .map_err(|e| tracex_ir::io::temp_file_error(e, "to read this input as a plain file"))?;
         io::copy(&mut r, tmp.as_file_mut())?;
         let p = tmp.path().to_path_buf();
         self.spool = Some(tmp);

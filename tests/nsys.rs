@@ -3,6 +3,7 @@
 //! fidelity check over every real export (row counts by SQL against `tracex info`, exact spot
 //! checks), the order and read-only guarantees, options, and bad inputs.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
@@ -1182,4 +1183,56 @@ fn stream_types_device_ids_and_captured_output_are_kept() {
             "{d}"
         );
     }
+}
+
+/// The nsys importer queues and reorders rows in temporary files, and reads compressed exports
+/// from a temporary copy: where the temporary directory cannot be written, every failure names
+/// it and the remedy, never the bare OS error (which reads as if the input were missing).
+#[test]
+fn unwritable_temporary_directory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let mut inputs: Vec<PathBuf> = own_databases(dir.path())
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
+    let gz = dir.path().join("cuda.sqlite.gz");
+    let mut z = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::fast(),
+    );
+    z.write_all(&std::fs::read(&inputs[0]).unwrap()).unwrap();
+    z.finish().unwrap();
+    inputs.push(gz);
+    let mut failed = 0;
+    for input in &inputs {
+        let out = tracex()
+            .env("TMPDIR", &missing)
+            .arg("convert")
+            .arg(input)
+            .arg(dir.path().join("out.json"))
+            .output()
+            .unwrap();
+        if out.status.success() {
+            continue;
+        }
+        failed += 1;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("missing") && err.contains("TMPDIR"),
+            "{}: the directory and the remedy are not named: {err}",
+            input.display()
+        );
+        assert!(!dir.path().join("out.json").exists());
+    }
+    assert!(
+        failed >= 2,
+        "only {failed} of {} inputs needed a temporary file",
+        inputs.len()
+    );
+    println!(
+        "{failed} of {} conversions stopped, naming TMPDIR",
+        inputs.len()
+    );
 }

@@ -34,6 +34,19 @@ fn temp_prefix(dest: &Path) -> String {
     format!(".{name}{TMP_MARK}{}-", std::process::id())
 }
 
+/// The error of a temporary file that could not be made for `purpose` ("to sort events"):
+/// names the temporary directory and the remedy, which the OS error alone does not.
+pub fn temp_file_error(e: io::Error, purpose: &str) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "cannot create a temporary file in {} {purpose} (set TMPDIR to a writable \
+             directory): {e}",
+            std::env::temp_dir().display(),
+        ),
+    )
+}
+
 /// A temporary path beside `dest` (same directory, so the final rename is atomic); nothing is
 /// created. Prefer [`AtomicFile`] or [`temp_dir_beside`], which create the path safely.
 pub fn temp_path_beside(dest: &Path) -> PathBuf {

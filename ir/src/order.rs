@@ -264,18 +264,7 @@ fn write_runs(mut buf: Buffer) -> Result<SpillDone> {
 
 /// A new temporary file for a run, or an error that names the directory it could not be made in.
 fn run_file() -> Result<File> {
-    tempfile::tempfile().map_err(|e| {
-        let dir = std::env::temp_dir();
-        std::io::Error::new(
-            e.kind(),
-            format!(
-                "cannot create a temporary file in {} to sort events (set TMPDIR to a writable \
-                 directory): {e}",
-                dir.display()
-            ),
-        )
-        .into()
-    })
+    tempfile::tempfile().map_err(|e| crate::io::temp_file_error(e, "to sort events").into())
 }
 
 /// A run written to a temporary file, and the input it belongs to.

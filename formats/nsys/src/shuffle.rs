@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
+use tracex_ir::io::temp_file_error;
 use tracex_ir::Result;
 
 use crate::idmap::IdMap;
@@ -107,7 +108,10 @@ impl<'r> Shuffle<'r> {
         if part.buf.len() >= self.part_buffer {
             let file = match &mut part.file {
                 Some(f) => f,
-                None => part.file.insert(tempfile::tempfile()?),
+                None => part.file.insert(
+                    tempfile::tempfile()
+                        .map_err(|e| temp_file_error(e, "to reorder rows by time"))?,
+                ),
             };
             file.write_all(&part.buf)?;
             part.buf.clear();

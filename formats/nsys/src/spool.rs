@@ -9,6 +9,7 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::sync::{Condvar, Mutex};
 
 use rusqlite::types::Value as SqlValue;
+use tracex_ir::io::temp_file_error;
 use tracex_ir::{Error, Location, Result};
 
 const NULL: u8 = 0;
@@ -43,7 +44,8 @@ pub enum Next {
 impl Spool {
     pub fn new(columns: usize) -> Result<Spool> {
         Ok(Spool {
-            file: tempfile::NamedTempFile::new()?,
+            file: tempfile::NamedTempFile::new()
+                .map_err(|e| temp_file_error(e, "to queue rows for the merge"))?,
             columns,
             state: Mutex::new(State::default()),
             ready: Condvar::new(),

@@ -455,7 +455,10 @@ impl Exporter {
         let ids = self.ids.ids(defs, &mut self.ev, s.track);
         self.sampled.insert(s.track);
         if self.samples.is_none() {
-            self.samples = Some(BufWriter::new(tempfile::tempfile()?));
+            let file = tempfile::tempfile().map_err(|e| {
+                tracex_ir::io::temp_file_error(e, "to hold samples until the end of the trace")
+            })?;
+            self.samples = Some(BufWriter::new(file));
         }
         let mut b = Vec::with_capacity(128);
         if self.sample_count > 0 {
