@@ -287,14 +287,20 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// A string without escapes, as its contents.
-    fn plain_string(&mut self) -> Option<&'a str> {
+    /// A string without escapes: where its contents lie.
+    fn plain_string_at(&mut self) -> Option<(usize, usize)> {
         let start = self.i + 1;
         if self.skip_string()? {
             return None;
         }
+        Some((start, self.i - 1))
+    }
+
+    /// A string without escapes, as its contents.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        let (start, end) = self.plain_string_at()?;
         // both ends are ASCII quotes, so char boundaries of the validated text
-        Some(&self.text[start..self.i - 1])
+        Some(&self.text[start..end])
     }
 
     /// A text field: a string without escapes, or `null`; where its contents lie.
@@ -303,11 +309,7 @@ impl<'a> Parser<'a> {
             self.literal("null")?;
             return Some(None);
         }
-        let start = self.i + 1;
-        if self.skip_string()? {
-            return None;
-        }
-        Some(Some((start, self.i - 1)))
+        self.plain_string_at().map(Some)
     }
 
     /// A raw field: any scalar, objects and arrays only where `nested` allows; `null` is none.

@@ -2,9 +2,9 @@
 //!
 //! The input is streamed: on a read-ahead thread ([`ahead`]), [`tokenizer`] cuts it into events
 //! and the [`fast`] path reads each event's fields; on the caller's thread, [`raw`] (serde) reads
-//! the events the fast path left, and [`Importer`] maps phases to IR events as they come. Only what cannot be
-//! resolved before the end is held back: open `B`/`b`/`N` slices, flow points (paired in time
-//! order at the end, as viewers do), and the top-level `samples`.
+//! the events the fast path left, and [`Importer`] maps phases to IR events as they come. Only
+//! what cannot be resolved before the end is held back: open `B`/`b`/`N` slices, flow points
+//! (paired in time order at the end, as viewers do), and the top-level `samples`.
 
 mod ahead;
 mod args;
