@@ -162,3 +162,23 @@ pub fn speedscope_loads(file: &Path) -> Option<bool> {
         .expect("run speedscope_check.sh");
     Some(out.status.success())
 }
+
+/// Runs `cmd`, which must exit 1 and leave `dir` as it was (no output, no temporaries); gives
+/// its stderr.
+pub fn fails_leaving_dir_as_it_was(mut cmd: Command, dir: &Path) -> String {
+    let listing = || {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+    let o = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(listing(), before, "{err}");
+    err
+}
