@@ -10,26 +10,36 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use tracex_ir::kind::SliceKind;
-use tracex_ir::{Defs, Diagnostics, FlowId, Location, StackId, StrId};
+use tracex_ir::{Defs, Diagnostics, FlowId, Location, StackId, StrId, TrackId, TrackKind};
 
 use super::clean::{api_frame, Cleaner};
 use super::lines::{Name, Tree, Weights};
 use crate::diag as d;
 use crate::options::Weight;
 
+/// The thread (root track) of a call or a sample, as the join needs it. Calls and samples
+/// refer to it by index: a million launches come from a handful of threads.
+#[derive(Clone, Copy, Debug)]
+pub struct Root {
+    /// The OS pid: samples match launches of the same pid.
+    pub pid: Option<i64>,
+    /// The OS tid: `--weight gpu-us` matches per thread.
+    pub tid: Option<i64>,
+    /// Root frames (`--prefix`) of the thread.
+    pub prefix: Option<StackId>,
+}
+
 /// A CUDA API call that takes part in the join.
 #[derive(Clone, Debug)]
 pub struct Call {
-    /// The OS pid of the calling process: samples match launches of the same pid.
-    pub pid: Option<i64>,
+    /// Index of its thread in [`Gpu::roots`].
+    pub root: u32,
     pub ts: i64,
     pub dur: i64,
     pub name: StrId,
     pub stack: Option<StackId>,
     /// A `cudaLaunchKernel` runtime call: a candidate for samples caught at a launch.
     pub launch: bool,
-    /// Root frames (`--prefix`) of the calling thread.
-    pub prefix: Option<StackId>,
 }
 
 /// GPU work launched by a call.
@@ -44,18 +54,19 @@ pub struct Work {
 /// A timed CPU sample whose stack contains a launch frame.
 #[derive(Clone, Debug)]
 pub struct AtLaunch {
-    pub pid: Option<i64>,
-    /// The OS tid of the sampled thread: `--weight gpu-us` matches per thread.
-    pub tid: Option<i64>,
-    pub ts: i64,
-    pub weight: i64,
-    pub prefix: Option<StackId>,
+    /// Index of its thread in [`Gpu::roots`].
+    pub root: u32,
     /// Index of its cleaned stack in the [`Cleaner`].
     pub clean: u32,
+    pub ts: i64,
+    pub weight: i64,
 }
 
 #[derive(Default)]
 pub struct Gpu {
+    /// The threads of calls and samples, and their index by root track.
+    pub roots: Vec<Root>,
+    root_index: FxHashMap<TrackId, u32>,
     pub calls: Vec<Call>,
     pub works: Vec<Work>,
     /// (call, work) pairs joined by a flow.
@@ -150,7 +161,8 @@ fn gpu_frame(kind: SliceKind, name: &str) -> String {
 struct Builder<'a> {
     tree: &'a mut Tree,
     weights: Weights,
-    leaf_names: FxHashMap<u32, Name>,
+    /// Leaf frames by what they show: a few kernel names stand for a million works.
+    leaf_names: FxHashMap<(SliceKind, StrId), Name>,
     sample_paths: FxHashMap<(Option<StackId>, u32), StackId>,
     pending: Option<Name>,
 }
@@ -167,26 +179,28 @@ impl<'a> Builder<'a> {
     }
 
     /// The node of a stack caught at a launch: its root frames and cleaned frames.
-    fn sample_path(&mut self, cleaner: &Cleaner, s: &AtLaunch) -> StackId {
-        if let Some(&p) = self.sample_paths.get(&(s.prefix, s.clean)) {
+    fn sample_path(&mut self, cleaner: &Cleaner, roots: &[Root], s: &AtLaunch) -> StackId {
+        let prefix = roots[s.root as usize].prefix;
+        if let Some(&p) = self.sample_paths.get(&(prefix, s.clean)) {
             return p;
         }
         let frames = cleaner.get(s.clean).frames.iter().copied();
         let p = self
             .tree
-            .extend(s.prefix, frames)
+            .extend(prefix, frames)
             .expect("has a launch frame");
-        self.sample_paths.insert((s.prefix, s.clean), p);
+        self.sample_paths.insert((prefix, s.clean), p);
         p
     }
 
     fn work_leaf(&mut self, defs: &Defs, works: &[Work], w: u32) -> Name {
-        if let Some(&n) = self.leaf_names.get(&w) {
+        let work = &works[w as usize];
+        let key = (work.kind, work.name);
+        if let Some(&n) = self.leaf_names.get(&key) {
             return n;
         }
-        let work = &works[w as usize];
         let n = self.tree.name(&gpu_frame(work.kind, defs.str(work.name)));
-        self.leaf_names.insert(w, n);
+        self.leaf_names.insert(key, n);
         n
     }
 
@@ -199,6 +213,35 @@ impl<'a> Builder<'a> {
 }
 
 impl Gpu {
+    pub fn new(cleaner: Cleaner) -> Gpu {
+        Gpu {
+            cleaner,
+            ..Gpu::default()
+        }
+    }
+
+    /// The index of thread `track` in [`Gpu::roots`], added the first time it is seen.
+    pub fn root(&mut self, defs: &Defs, track: TrackId, prefix: Option<StackId>) -> u32 {
+        let roots = &mut self.roots;
+        *self.root_index.entry(track).or_insert_with(|| {
+            let t = defs.track(track);
+            let tid = match t.kind {
+                TrackKind::Thread(th) => defs.thread(th).os_tid,
+                _ => None,
+            };
+            roots.push(Root {
+                pid: t.process.and_then(|p| defs.process(p).os_pid),
+                tid,
+                prefix,
+            });
+            roots.len() as u32 - 1
+        })
+    }
+
+    fn pid(&self, root: u32) -> Option<i64> {
+        self.roots[root as usize].pid
+    }
+
     /// Whether the trace has what the GPU view needs: samples caught at a launch and launch
     /// calls to match them with, or calls with backtraces joined to GPU work.
     pub fn possible(&self) -> bool {
@@ -217,7 +260,7 @@ impl Gpu {
             .iter()
             .map(|&(c, _)| &self.calls[c as usize])
             .filter(|c| c.stack.is_some())
-            .map(|c| c.pid)
+            .map(|c| self.pid(c.root))
             .collect()
     }
 
@@ -225,7 +268,11 @@ impl Gpu {
     /// caught at launches (as the reference), GPU time when they come from backtraces.
     pub fn default_weight(&self) -> Weight {
         let traced = self.traced();
-        if self.at_launch.iter().any(|s| !traced.contains(&s.pid)) {
+        if self
+            .at_launch
+            .iter()
+            .any(|s| !traced.contains(&self.pid(s.root)))
+        {
             Weight::Samples
         } else {
             Weight::GpuNs
@@ -264,7 +311,10 @@ impl Gpu {
         let mut launches: FxHashMap<Option<i64>, Vec<(i64, u32)>> = FxHashMap::default();
         for (i, c) in self.calls.iter().enumerate() {
             if c.launch {
-                launches.entry(c.pid).or_default().push((c.ts, i as u32));
+                launches
+                    .entry(self.pid(c.root))
+                    .or_default()
+                    .push((c.ts, i as u32));
             }
         }
         for v in launches.values_mut() {
@@ -273,14 +323,13 @@ impl Gpu {
         let mut b = Builder::new(tree);
         let mut matched_calls = vec![false; self.calls.len()];
         for s in &self.at_launch {
-            if traced.contains(&s.pid) {
+            let pid = self.pid(s.root);
+            if traced.contains(&pid) {
                 sum.at_launch_unused += 1;
                 continue;
             }
             sum.at_launch += 1;
-            let call = launches
-                .get(&s.pid)
-                .and_then(|l| nearest(l, s.ts, tolerance));
+            let call = launches.get(&pid).and_then(|l| nearest(l, s.ts, tolerance));
             let work = call.map(|c| first[c as usize]).filter(|&w| w != NONE);
             let leaf = match (call, work) {
                 (_, Some(w)) => {
@@ -299,7 +348,7 @@ impl Gpu {
             if let Some(c) = call {
                 matched_calls[c as usize] = true;
             }
-            let path = b.sample_path(&self.cleaner, s);
+            let path = b.sample_path(&self.cleaner, &self.roots, s);
             let node = b.tree.child(Some(path), leaf);
             let w = match (by_ns, work) {
                 (false, _) => s.weight,
@@ -340,7 +389,7 @@ impl Gpu {
             let call = self.calls[c as usize].clone();
             sum.calls_with_gpu += 1;
             let path = match call.stack {
-                Some(stack) if traced.contains(&call.pid) => {
+                Some(stack) if traced.contains(&self.pid(call.root)) => {
                     sum.calls_with_backtrace += 1;
                     Some(self.backtrace_path(defs, b.tree, &call, stack))
                 }
@@ -419,23 +468,25 @@ impl Gpu {
         let mut threads: Vec<(Thread, Vec<usize>)> = Vec::new();
         let mut thread_of: FxHashMap<Thread, usize> = FxHashMap::default();
         for (i, s) in self.at_launch.iter().enumerate() {
-            if traced.contains(&s.pid) {
+            let Root { pid, tid, .. } = self.roots[s.root as usize];
+            if traced.contains(&pid) {
                 sum.at_launch_unused += 1;
                 continue;
             }
             sum.at_launch += 1;
-            let t = *thread_of.entry((s.pid, s.tid)).or_insert_with(|| {
-                threads.push(((s.pid, s.tid), Vec::new()));
+            let t = *thread_of.entry((pid, tid)).or_insert_with(|| {
+                threads.push(((pid, tid), Vec::new()));
                 threads.len() - 1
             });
             threads[t].1.push(i);
         }
         let mut launches: Vec<Vec<u32>> = vec![Vec::new(); threads.len()];
         for (c, call) in self.calls.iter().enumerate() {
-            if !(call.launch && call.ts > 0 && call.dur > 0 && call.pid.is_some_and(|p| p > 0)) {
+            let call_pid = self.pid(call.root);
+            if !(call.launch && call.ts > 0 && call.dur > 0 && call_pid.is_some_and(|p| p > 0)) {
                 continue;
             }
-            if let Some(t) = threads.iter().position(|((pid, _), _)| *pid == call.pid) {
+            if let Some(t) = threads.iter().position(|((pid, _), _)| *pid == call_pid) {
                 launches[t].push(c as u32);
             }
         }
@@ -469,7 +520,7 @@ impl Gpu {
                 }
                 sum.matched += 1;
                 used[w as usize] = true;
-                let path = b.sample_path(&self.cleaner, &self.at_launch[i]);
+                let path = b.sample_path(&self.cleaner, &self.roots, &self.at_launch[i]);
                 let leaf = b.work_leaf(defs, &self.works, w);
                 let node = b.tree.child(Some(path), leaf);
                 let work = &self.works[w as usize];
@@ -504,7 +555,7 @@ impl Gpu {
             Some(k) => frames.truncate(k + 1),
             None => frames.push(api),
         }
-        tree.extend(call.prefix, frames)
+        tree.extend(self.roots[call.root as usize].prefix, frames)
             .expect("has the call frame")
     }
 }

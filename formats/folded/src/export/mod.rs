@@ -82,14 +82,11 @@ impl Exporter {
             opts: opts.clone(),
             tree: Tree::default(),
             lanes: Lanes::default(),
-            gpu: Gpu {
-                // the upstream merge that gpu-us reproduces cleans frames its own way
-                cleaner: Cleaner::new(match opts.weight {
-                    Some(Weight::GpuUs) => Cleaning::Upstream,
-                    _ => Cleaning::Original,
-                }),
-                ..Gpu::default()
-            },
+            // the upstream merge that gpu-us reproduces cleans frames its own way
+            gpu: Gpu::new(Cleaner::new(match opts.weight {
+                Some(Weight::GpuUs) => Cleaning::Upstream,
+                _ => Cleaning::Original,
+            })),
             samples: FxHashMap::default(),
             differential_samples: false,
             plain_samples: false,
@@ -145,12 +142,6 @@ impl Exporter {
         let p = self.tree.extend(None, ids);
         self.prefixes.insert(root, p);
         p
-    }
-
-    fn pid(defs: &Defs, root: TrackId) -> Option<i64> {
-        defs.track(root)
-            .process
-            .and_then(|p| defs.process(p).os_pid)
     }
 
     fn slice(&mut self, defs: &Defs, s: &Slice) {
@@ -234,14 +225,14 @@ impl Exporter {
         stack: Option<StackId>,
     ) -> u32 {
         let prefix = self.prefix(defs, root);
+        let root = self.gpu.root(defs, root, prefix);
         self.gpu.calls.push(Call {
-            pid: Self::pid(defs, root),
+            root,
             ts: s.ts,
             dur: s.dur.unwrap_or(0),
             name: s.name,
             stack,
             launch: true,
-            prefix,
         });
         self.gpu.calls.len() as u32 - 1
     }
@@ -307,17 +298,12 @@ impl Exporter {
         if let Some(ts) = s.ts {
             let clean = self.gpu.cleaner.clean(defs, &mut self.tree, stack);
             if self.gpu.cleaner.get(clean).launch {
-                let tid = match defs.track(root).kind {
-                    TrackKind::Thread(th) => defs.thread(th).os_tid,
-                    _ => None,
-                };
+                let root = self.gpu.root(defs, root, prefix);
                 self.gpu.at_launch.push(AtLaunch {
-                    pid: Self::pid(defs, root),
-                    tid,
+                    root,
+                    clean,
                     ts,
                     weight: s.weight,
-                    prefix,
-                    clean,
                 });
             }
         }
@@ -482,17 +468,15 @@ fn attach(
     match (f.role, &mut open.role) {
         (FlowRole::Start, Role::Api { name, stack, call }) => {
             let c = *call.get_or_insert_with(|| {
+                let prefix = prefixes.get(&root).copied().flatten();
+                let root = gpu.root(defs, root, prefix);
                 gpu.calls.push(Call {
-                    pid: defs
-                        .track(root)
-                        .process
-                        .and_then(|p| defs.process(p).os_pid),
+                    root,
                     ts: open.start,
                     dur: open.end.saturating_sub(open.start),
                     name: *name,
                     stack: *stack,
                     launch: false,
-                    prefix: prefixes.get(&root).copied().flatten(),
                 });
                 gpu.calls.len() as u32 - 1
             });
