@@ -4,7 +4,9 @@
 # perfetto: set TRACEX_NSYS_PERFETTER=/path/to/nsys-perfetter (a checkout, not part of tracex) to
 # also time it on the same export.
 # merge: set TRACEX_REFERENCE_MERGE=/path/to/merge_gpu_cpu_trace.py to also time the reference
-# script (not part of tracex) on 20k launches.
+# script (not part of tracex) on 20k launches: src/xpu/flamegraph/ of
+# https://github.com/eunomia-bpf/bpf-developer-tutorial (the current version matches by thread
+# and weighs by µs, which tracex's --weight gpu-us reproduces).
 # Every job prints wall time, CPU time (user + system), peak RSS and input MB/s.
 #
 # Peers (never part of the project; measured in the same run, with the ratio peer/tracex):
@@ -98,14 +100,15 @@ for s in "${sections[@]}"; do
           "$bin" -q convert -f "$cpu" "$text" "$out/merge-$n-text.folded"
       done
       if [ -n "${TRACEX_REFERENCE_MERGE:-}" ]; then
+        # The current upstream script weighs stacks by kernel µs: tracex's --weight gpu-us.
         cpu=$out/merge-20000-cpu.txt; gpu=$out/merge-20000-gpu.json
         [ -f "$gpu" ] || "$gen" cupti --launches 20000 --cpu "$cpu" --gpu "$gpu"
-        "$bin" -q convert -f "$cpu" "$gpu" "$out/merge-20000.folded"
-        echo "== merge: 20000 launches, the reference script against tracex"
-        measure "merge_gpu_cpu_trace.py" "$(( $(size "$cpu") + $(size "$gpu") ))" \
+        bytes=$(( $(size "$cpu") + $(size "$gpu") ))
+        echo "== merge: 20000 launches, the reference script against tracex --weight gpu-us"
+        measure "tracex" "$bytes" \
+          "$bin" -q convert -f --weight gpu-us "$cpu" "$gpu" "$out/merge-20000.folded"
+        versus "merge_gpu_cpu_trace.py" "$bytes" \
           python3 "$TRACEX_REFERENCE_MERGE" -c "$cpu" -g "$gpu" -o "$out/merge-20000-ref.folded"
-        measure "tracex" "$(( $(size "$cpu") + $(size "$gpu") ))" \
-          "$bin" -q convert -f "$cpu" "$gpu" "$out/merge-20000.folded"
         cmp -s "$out/merge-20000.folded" "$out/merge-20000-ref.folded" && echo "same lines as the reference" \
           || echo "OUTPUTS DIFFER from the reference"
       fi

@@ -2,7 +2,8 @@
 //! each `cudaLaunchKernel` (extended folded lines) and the CUPTI records of the same launches
 //! (Chrome JSON as `cupti_trace_parser.py` lays it out, or the injection library's raw text).
 //!
-//! Each launch is a `cudaLaunchKernel` runtime call on one of a process's threads, followed by
+//! Each launch is a `cudaLaunchKernel` runtime call on one of a process's threads (a thread makes
+//! one call at a time: its calls never overlap), followed by
 //! its kernel on a stream; some `cudaGetLastError` calls come in between. Kernels run 1–6 µs and
 //! at most 1024 wait in a stream's queue (a launch into a full queue blocks, as CUDA's does). Each uprobe
 //! stack is taken 100–400 ns before its launch call starts (launches are 1.5–4.5 µs apart, so
@@ -168,11 +169,15 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     let mut corr = 1u64;
     let mut gpu_free = vec![t; processes as usize];
     let mut queues = vec![std::collections::VecDeque::new(); processes as usize];
+    // when each (process, thread) is done with its last call: a thread makes one call at a time
+    let mut thread_free = vec![[t; 2]; processes as usize];
     for i in 0..a.launches {
         let p = i % processes;
         let pid = 40_000 + p;
-        let tid = 2_830_733_312 + (i / processes % 2) * 8_392_704;
+        let thread = (i / processes % 2) as usize;
+        let tid = 2_830_733_312 + thread as u64 * 8_392_704;
         t += 1_500 + rng.below(3_000);
+        t = t.max(thread_free[p as usize][thread]);
         let queue = &mut queues[p as usize];
         while queue.front().is_some_and(|&started| started <= t) {
             queue.pop_front();
@@ -205,6 +210,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             )?;
         }
         corr += 1;
+        thread_free[p as usize][thread] = t + launch_dur + 1;
         if i % 7 == 3 {
             // a call that launches nothing, between launches
             w.call(
@@ -217,6 +223,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                 corr,
             )?;
             corr += 1;
+            thread_free[p as usize][thread] = t + launch_dur + 251;
         }
     }
     if w.format == GpuFormat::Json {
@@ -229,4 +236,45 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         a.launches, a.cpu, a.gpu
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread makes one call at a time: with overlapping calls, the flow from a launch would
+    /// bind to whatever other call encloses its start, which no real CUPTI trace shows.
+    #[test]
+    fn calls_of_a_thread_never_overlap() {
+        let dir = std::env::temp_dir().join(format!("tracex-gen-cupti-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cpu, gpu) = (dir.join("cpu.txt"), dir.join("gpu.json"));
+        run(&Args {
+            launches: 20_000,
+            processes: 1,
+            cpu: cpu.to_string_lossy().into(),
+            gpu: gpu.to_string_lossy().into(),
+            gpu_format: GpuFormat::Json,
+        })
+        .unwrap();
+        let trace: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&gpu).unwrap()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut calls: std::collections::BTreeMap<(i64, i64), Vec<(f64, f64)>> = Default::default();
+        for e in trace["traceEvents"].as_array().unwrap() {
+            if e["cat"] == "CUDA_Runtime" {
+                let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+                let thread = (e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap());
+                calls.entry(thread).or_default().push((ts, ts + dur));
+            }
+        }
+        assert_eq!(calls.len(), 2, "two threads");
+        for (thread, mut spans) in calls {
+            spans.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            // µs as doubles step by 0.25 at these times, and the text is such a double
+            for pair in spans.windows(2) {
+                assert!(pair[0].1 <= pair[1].0 + 0.5, "{thread:?}: {pair:?} overlap");
+            }
+        }
+    }
 }
