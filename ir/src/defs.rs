@@ -3,9 +3,8 @@
 //! them. Names can change until `finish`, so exporters write names last. Diagnostics are kept
 //! apart, in [`crate::Diagnostics`], so that a sink can count them without changing definitions.
 
-use rustc_hash::FxHashSet;
-
 use crate::event::FlowId;
+use crate::idset::IdSet;
 use crate::model::{
     Arg, Args, Clock, CounterDef, CounterId, NamePriority, Process, ProcessId, StackId, Thread,
     ThreadId, Track, TrackId, TrackKind, Value,
@@ -27,7 +26,7 @@ pub struct Defs {
     next_flow: u64,
     next_renumbered_flow: u64,
     /// Every flow id handed out, so that ids kept from an input stay unique.
-    used_flows: FxHashSet<u64>,
+    used_flows: IdSet,
     global_track: Option<TrackId>,
 }
 

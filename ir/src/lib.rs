@@ -28,6 +28,7 @@ pub mod dump;
 pub mod error;
 pub mod event;
 pub mod format;
+pub mod idset;
 pub mod io;
 pub mod kind;
 pub mod mem;
