@@ -21,22 +21,55 @@ use crate::importer::Keys;
 /// A launch whose GPU work has not started yet.
 struct PendingLaunch {
     flow: FlowId,
-    /// NVTX push/pop ranges open on the launching thread, outermost first (nvtx-kernel).
-    nvtx: Vec<StrId>,
+    /// The NVTX push/pop ranges open on the launching thread (nvtx-kernel), by their number
+    /// in [`NvtxStacks`]; 0 for none.
+    nvtx: u32,
 }
 
-/// Names of the NVTX push/pop ranges open on `track` at `ts`, outermost first.
-fn open_nvtx_names(
-    open: &mut FxHashMap<TrackId, Vec<(i64, StrId)>>,
-    track: TrackId,
-    ts: i64,
-) -> Vec<StrId> {
-    match open.get_mut(&track) {
-        Some(stack) => {
-            stack.retain(|(e, _)| *e > ts);
-            stack.iter().map(|(_, n)| *n).collect()
+/// The distinct stacks of NVTX range names kernels were launched in, each with its `nvtx`
+/// argument (a JSON array, outermost first) written once: a million kernels are launched under
+/// a handful of stacks.
+#[derive(Default)]
+struct NvtxStacks {
+    number: FxHashMap<Vec<StrId>, u32>,
+    /// The JSON of stack `n` at `n - 1`.
+    json: Vec<Box<str>>,
+    scratch: Vec<StrId>,
+}
+
+impl NvtxStacks {
+    /// The number of the stack of ranges open on `track` at `ts` (0: none open).
+    fn open_at(
+        &mut self,
+        open: &mut FxHashMap<TrackId, Vec<(i64, StrId)>>,
+        track: TrackId,
+        ts: i64,
+        defs: &Defs,
+    ) -> u32 {
+        let Some(stack) = open.get_mut(&track) else {
+            return 0;
+        };
+        stack.retain(|(e, _)| *e > ts);
+        if stack.is_empty() {
+            return 0;
         }
-        None => Vec::new(),
+        self.scratch.clear();
+        self.scratch.extend(stack.iter().map(|(_, n)| *n));
+        if let Some(&n) = self.number.get(&self.scratch[..]) {
+            return n;
+        }
+        let names: Vec<String> = (self.scratch.iter())
+            .map(|n| serde_json::to_string(defs.str(*n)).unwrap_or_default())
+            .collect();
+        self.json.push(format!("[{}]", names.join(",")).into());
+        let n = self.json.len() as u32;
+        self.number.insert(self.scratch.clone(), n);
+        n
+    }
+
+    /// The `nvtx` argument of stack `n` (not 0).
+    fn json(&self, n: u32) -> Value {
+        Value::Json(self.json[n as usize - 1].clone())
     }
 }
 
@@ -72,6 +105,7 @@ pub struct Emitter {
     pending: FxHashMap<(u8, i64), PendingLaunch>,
     /// Open NVTX push/pop ranges per thread track: (end, name), innermost last.
     nvtx_open: FxHashMap<TrackId, Vec<(i64, StrId)>>,
+    nvtx_stacks: NvtxStacks,
     deferred: BinaryHeap<Reverse<Deferred>>,
     deferred_seq: u64,
 }
@@ -92,6 +126,7 @@ impl Emitter {
             nvtx_kernel,
             pending: FxHashMap::default(),
             nvtx_open: FxHashMap::default(),
+            nvtx_stacks: NvtxStacks::default(),
             deferred: BinaryHeap::new(),
             deferred_seq: 0,
         }
@@ -147,9 +182,9 @@ impl Emitter {
                 }
                 f.id = id;
                 let nvtx = if self.nvtx_kernel && src == SRC_KERNEL {
-                    open_nvtx_names(&mut self.nvtx_open, f.track, f.ts)
+                    (self.nvtx_stacks).open_at(&mut self.nvtx_open, f.track, f.ts, defs)
                 } else {
-                    Vec::new()
+                    0
                 };
                 slot.insert(PendingLaunch { flow: f.id, nvtx });
                 Some(event)
@@ -168,15 +203,10 @@ impl Emitter {
                 }
                 match self.pending.remove(&(src, rowid)) {
                     Some(p) => {
-                        if !p.nvtx.is_empty() {
-                            let names: Vec<String> = p
-                                .nvtx
-                                .iter()
-                                .map(|n| serde_json::to_string(defs.str(*n)).unwrap_or_default())
-                                .collect();
+                        if p.nvtx != 0 {
                             s.args.push(Arg {
                                 key: keys.nvtx,
-                                value: Value::Json(format!("[{}]", names.join(",")).into()),
+                                value: self.nvtx_stacks.json(p.nvtx),
                             });
                         }
                         let end = Event::Flow(FlowPoint {
