@@ -168,8 +168,10 @@ pub struct SpoolReader<'a> {
     buf: Vec<u8>,
 }
 
-/// Bytes read from the spool at a time: the reader's memory, whatever the lag.
-const CHUNK: u64 = 1 << 20;
+/// Bytes read from the spool at a time: the reader's memory, whatever the lag. Small enough
+/// that the rows of one chunk fit blocks the allocator reuses (a megabyte made every chunk's
+/// rows a fresh mapping, faulted in and grown by copying).
+const CHUNK: u64 = 1 << 16;
 
 impl SpoolReader<'_> {
     /// The next rows, watermark or end; waits for the producer when there is nothing new.
@@ -215,11 +217,13 @@ impl SpoolReader<'_> {
 
 /// Decodes the whole rows at the start of `b`: their values and the bytes they took.
 fn decode(b: &[u8], columns: usize) -> (Vec<SqlValue>, usize) {
-    let mut values = Vec::new();
+    // a value takes at least one byte, most of them nine (an integer)
+    let mut values = Vec::with_capacity(b.len() / 9 + columns);
     let mut done = 0;
     'rows: loop {
         let mut pos = done;
-        let mut row = Vec::with_capacity(columns);
+        let row_start = values.len();
+        let row = &mut values;
         for _ in 0..columns {
             let Some(&tag) = b.get(pos) else {
                 break 'rows;
@@ -251,9 +255,11 @@ fn decode(b: &[u8], columns: usize) -> (Vec<SqlValue>, usize) {
                 _ => row.push(SqlValue::Null),
             }
         }
-        values.extend(row);
         done = pos;
+        debug_assert_eq!(values.len(), row_start + columns);
     }
+    // the cells of a row cut off by the end of `b`
+    values.truncate(values.len() / columns.max(1) * columns);
     (values, done)
 }
 
