@@ -402,17 +402,26 @@ mod line_tests {
 pub struct BackgroundWriter<W: io::Write + Send + 'static> {
     buf: Vec<u8>,
     tx: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    /// Chunks the thread has written, to be filled again: a fresh megabyte per chunk is a
+    /// fresh mapping whose pages the kernel zeroes as they are first touched.
+    spent: std::sync::mpsc::Receiver<Vec<u8>>,
     handle: Option<std::thread::JoinHandle<io::Result<W>>>,
 }
 
 const CHUNK: usize = 1 << 20;
+/// Chunks queued for the thread at most.
+const QUEUED: usize = 4;
 
 impl<W: io::Write + Send + 'static> BackgroundWriter<W> {
     pub fn new(mut inner: W) -> Self {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(QUEUED);
+        // room for every chunk there can be, so that the thread never waits to hand one back
+        let (back, spent) = std::sync::mpsc::sync_channel::<Vec<u8>>(QUEUED + 2);
         let handle = std::thread::spawn(move || {
-            for chunk in rx {
+            for mut chunk in rx {
                 inner.write_all(&chunk)?;
+                chunk.clear();
+                let _ = back.try_send(chunk);
             }
             inner.flush()?;
             Ok(inner)
@@ -420,6 +429,7 @@ impl<W: io::Write + Send + 'static> BackgroundWriter<W> {
         BackgroundWriter {
             buf: Vec::with_capacity(CHUNK),
             tx: Some(tx),
+            spent,
             handle: Some(handle),
         }
     }
@@ -435,7 +445,8 @@ impl<W: io::Write + Send + 'static> BackgroundWriter<W> {
     }
 
     fn send(&mut self) -> io::Result<()> {
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        let next = (self.spent.try_recv()).unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let chunk = std::mem::replace(&mut self.buf, next);
         let sent = self
             .tx
             .as_ref()
