@@ -2,8 +2,9 @@
 //! of an event, and metadata (`M`) records.
 
 use tracex_ir::time::push_micros;
+use tracex_ir::Defs;
 
-use super::json::{push_int, push_str};
+use super::json::{push_int, push_str, Literals, Text};
 
 /// Key, in the args of a name record, of the metadata records whose names viewers do not know.
 pub const META_KEY: &str = "tracex_meta";
@@ -21,6 +22,7 @@ pub const VIEWER_METADATA: &[&str] = &[
 
 pub struct Events {
     pub buf: Vec<u8>,
+    pub lits: Literals,
     first: bool,
     /// Events written so far.
     pub count: u64,
@@ -32,6 +34,7 @@ impl Events {
     pub fn new() -> Events {
         Events {
             buf: Vec::with_capacity(1 << 16),
+            lits: Literals::default(),
             first: true,
             count: 0,
             shift: 0,
@@ -50,9 +53,9 @@ impl Events {
     /// `{"ph":..,"name":..,"cat":..,"pid":..,"tid":..,"ts":..` common to timed events.
     pub fn head(
         &mut self,
+        defs: &Defs,
         ph: &str,
-        name: Option<&str>,
-        cat: Option<&str>,
+        (name, cat): (Option<Text>, Option<Text>),
         ids: (i64, i64),
         ts: i64,
     ) {
@@ -62,11 +65,11 @@ impl Events {
         b.push(b'"');
         if let Some(n) = name {
             b.extend_from_slice(b",\"name\":");
-            push_str(b, n);
+            n.push(b, &mut self.lits, defs);
         }
         if let Some(c) = cat {
             b.extend_from_slice(b",\"cat\":");
-            push_str(b, c);
+            c.push(b, &mut self.lits, defs);
         }
         b.extend_from_slice(b",\"pid\":");
         push_int(b, ids.0);

@@ -1,8 +1,58 @@
 //! JSON text of values, arguments and ids, appended to a byte buffer.
 
-use tracex_ir::{Args, Defs, Diagnostics, Location, TrackId, TrackKind, Value};
+use tracex_ir::{Args, Defs, Diagnostics, Location, StrId, TrackId, TrackKind, Value};
 
 use crate::diag as d;
+
+/// The JSON literals of interned strings, each escaped once: names, categories and argument
+/// keys repeat on every event, and scanning them for characters to escape each time was a
+/// tenth of the Chrome writer's time.
+#[derive(Default)]
+pub struct Literals(Vec<Option<Box<[u8]>>>);
+
+impl Literals {
+    /// Appends string `id` of `defs` as a JSON string literal.
+    pub fn push(&mut self, out: &mut Vec<u8>, defs: &Defs, id: StrId) {
+        let i = id.0 as usize;
+        if i >= self.0.len() {
+            self.0.resize(i + 1, None);
+        }
+        let lit = self.0[i].get_or_insert_with(|| {
+            let mut v = Vec::new();
+            push_str(&mut v, defs.str(id));
+            v.into_boxed_slice()
+        });
+        out.extend_from_slice(lit);
+    }
+}
+
+/// A string to write: an interned one (its literal cached) or other text.
+#[derive(Clone, Copy)]
+pub enum Text<'a> {
+    Id(StrId),
+    Str(&'a str),
+}
+
+impl<'a> Text<'a> {
+    pub fn id_or(id: Option<StrId>, text: &'a str) -> Text<'a> {
+        id.map_or(Text::Str(text), Text::Id)
+    }
+
+    pub fn push(self, out: &mut Vec<u8>, lits: &mut Literals, defs: &Defs) {
+        match self {
+            Text::Id(id) => lits.push(out, defs, id),
+            Text::Str(s) => push_str(out, s),
+        }
+    }
+
+    /// The text itself.
+    pub fn str(self, defs: &'a Defs) -> &'a str {
+        match self {
+            Text::Id(id) => defs.str(id),
+            Text::Str(s) => s,
+        }
+    }
+}
 
 /// Appends `s` as a JSON string literal.
 pub fn push_str(out: &mut Vec<u8>, s: &str) {
@@ -68,7 +118,7 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value) -> bool {
 /// Appends `{"key":value,...}` of `args` and then `extra`; counts values that cannot be
 /// written.
 pub fn write_args(
-    out: &mut Vec<u8>,
+    (out, lits): (&mut Vec<u8>, &mut Literals),
     defs: &Defs,
     diag: &mut Diagnostics,
     args: &Args,
@@ -78,13 +128,13 @@ pub fn write_args(
     let mut bad = 0;
     let all = args
         .iter()
-        .map(|a| (defs.str(a.key), &a.value))
-        .chain(extra.iter().map(|(k, v)| (*k, v)));
+        .map(|a| (Text::Id(a.key), &a.value))
+        .chain(extra.iter().map(|(k, v)| (Text::Str(k), v)));
     for (i, (key, value)) in all.enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        push_str(out, key);
+        key.push(out, lits, defs);
         out.push(b':');
         if !write_value(out, value) {
             bad += 1;

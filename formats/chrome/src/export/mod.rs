@@ -31,7 +31,7 @@ use events::Events;
 pub use events::META_KEY;
 use ids::Ids;
 pub use ids::SYNTHETIC_BASE;
-use json::{async_id, meta_args, push_int, push_str, write_args, write_value};
+use json::{async_id, meta_args, push_int, push_str, write_args, write_value, Text};
 use out::Out;
 
 /// Name and category written on flow points that have none (catapult drops a flow without a
@@ -210,8 +210,8 @@ impl Exporter {
             let open = e.end == i64::MAX;
             let at = if open { self.trace_end } else { e.end };
             self.ev.begin();
-            let cat = e.kineto_cat.or(defs.opt_str(e.cat));
-            self.ev.head("e", Some(defs.str(e.name)), cat, e.ids, at);
+            let cat = e.kineto_cat.map(Text::Str).or(e.cat.map(Text::Id));
+            (self.ev).head(defs, "e", (Some(Text::Id(e.name)), cat), e.ids, at);
             let id = async_id(defs, e.track);
             self.ev.buf.extend_from_slice(&id);
             if let Some(t) = e.tts {
@@ -237,10 +237,10 @@ impl Exporter {
         stack: Option<StackId>,
         color: Option<StrId>,
     ) {
-        let b = &mut self.ev.buf;
+        let Events { buf: b, lits, .. } = &mut self.ev;
         if let Some(c) = color {
             b.extend_from_slice(b",\"cname\":");
-            push_str(b, defs.str(c));
+            lits.push(b, defs, c);
         }
         if let Some(s) = stack {
             self.stacks.insert(s);
@@ -250,7 +250,7 @@ impl Exporter {
         }
         if !args.is_empty() || !extra.is_empty() {
             b.extend_from_slice(b",\"args\":");
-            write_args(b, defs, diag, args, extra);
+            write_args((b, lits), defs, diag, args, extra);
         }
         b.push(b'}');
     }
@@ -267,12 +267,12 @@ impl Exporter {
         };
         let kineto_cat = kin.as_ref().and_then(|k| k.cat);
         let extra = kin.as_ref().map_or(&[][..], |k| &k.extra[..]);
-        let name = defs.str(s.name);
-        let cat = kineto_cat.or(defs.opt_str(s.cat));
+        let name = Some(Text::Id(s.name));
+        let cat = kineto_cat.map(Text::Str).or(s.cat.map(Text::Id));
         self.ev.begin();
         if is_async {
             let id = async_id(defs, s.track);
-            self.ev.head("b", Some(name), cat, ids, s.ts);
+            self.ev.head(defs, "b", (name, cat), ids, s.ts);
             self.ev.buf.extend_from_slice(&id);
             if let Some(t) = s.thread_ts {
                 self.ev.buf.extend_from_slice(b",\"tts\":");
@@ -294,12 +294,12 @@ impl Exporter {
         }
         match s.dur {
             Some(dur) => {
-                self.ev.head("X", Some(name), cat, ids, s.ts);
+                self.ev.head(defs, "X", (name, cat), ids, s.ts);
                 self.ev.buf.extend_from_slice(b",\"dur\":");
                 tracex_ir::time::push_micros(&mut self.ev.buf, dur);
             }
             // An open slice stays a B without E, as viewers show "did not end".
-            None => self.ev.head("B", Some(name), cat, ids, s.ts),
+            None => self.ev.head(defs, "B", (name, cat), ids, s.ts),
         }
         if let Some(t) = s.thread_ts {
             self.ev.buf.extend_from_slice(b",\"tts\":");
@@ -315,25 +315,25 @@ impl Exporter {
     fn instant(&mut self, defs: &Defs, diag: &mut Diagnostics, i: &Instant) {
         let kind = defs.track(i.track).kind;
         let ids = self.ids.ids(defs, &mut self.ev, i.track);
-        let name = defs.str(i.name);
-        let cat = defs.opt_str(i.cat);
+        let name = Some(Text::Id(i.name));
+        let cat = i.cat.map(Text::Id);
         self.ev.begin();
         match kind {
             TrackKind::Async => {
-                self.ev.head("n", Some(name), cat, ids, i.ts);
+                self.ev.head(defs, "n", (name, cat), ids, i.ts);
                 let id = async_id(defs, i.track);
                 self.ev.buf.extend_from_slice(&id);
             }
             TrackKind::Process => {
-                self.ev.head("i", Some(name), cat, ids, i.ts);
+                self.ev.head(defs, "i", (name, cat), ids, i.ts);
                 self.ev.buf.extend_from_slice(b",\"s\":\"p\"");
             }
             TrackKind::Global => {
-                self.ev.head("i", Some(name), cat, ids, i.ts);
+                self.ev.head(defs, "i", (name, cat), ids, i.ts);
                 self.ev.buf.extend_from_slice(b",\"s\":\"g\"");
             }
             _ => {
-                self.ev.head("i", Some(name), cat, ids, i.ts);
+                self.ev.head(defs, "i", (name, cat), ids, i.ts);
                 self.ev.buf.extend_from_slice(b",\"s\":\"t\"");
             }
         }
@@ -350,13 +350,8 @@ impl Exporter {
             None => self.ids.global_pid(&mut self.ev),
         };
         self.ev.begin();
-        self.ev.head(
-            "C",
-            Some(defs.str(name)),
-            defs.opt_str(cat),
-            (pid, pid),
-            c.ts,
-        );
+        let text = (Some(Text::Id(name)), cat.map(Text::Id));
+        self.ev.head(defs, "C", text, (pid, pid), c.ts);
         let b = &mut self.ev.buf;
         if let Some(l) = label {
             b.extend_from_slice(b",\"id\":");
@@ -430,13 +425,13 @@ impl Exporter {
                 .unwrap_or((f.name, f.cat)),
             FlowRole::End => self.open_flows.remove(&f.id).unwrap_or((f.name, f.cat)),
         };
-        let mut name = name.map_or(DEFAULT_FLOW_NAME, |n| defs.str(n));
-        let mut cat = cat.map_or(DEFAULT_FLOW_CAT, |c| defs.str(c));
-        if self.kineto && kineto::is_launch(Some(cat)) {
-            (name, cat) = (kineto::FLOW, kineto::FLOW);
+        let mut name = Text::id_or(name, DEFAULT_FLOW_NAME);
+        let mut cat = Text::id_or(cat, DEFAULT_FLOW_CAT);
+        if self.kineto && kineto::is_launch(Some(cat.str(defs))) {
+            (name, cat) = (Text::Str(kineto::FLOW), Text::Str(kineto::FLOW));
         }
         self.ev.begin();
-        self.ev.head(ph, Some(name), Some(cat), ids, f.ts);
+        self.ev.head(defs, ph, (Some(name), Some(cat)), ids, f.ts);
         let b = &mut self.ev.buf;
         b.extend_from_slice(b",\"id\":");
         if f.id.0 <= MAX_SAFE_ID {
