@@ -10,7 +10,7 @@ root="$PWD"
 c=fuzz/corpus
 # Files already there stay: inputs saved from fuzzing runs (crashes fixed, reduced) are
 # regression tests too.
-mkdir -p "$c"/{chrome,chrome_gzip,folded,folded_extended,cupti,otf2,nsys,perfetto}
+mkdir -p "$c"/{chrome,chrome_gzip,folded,folded_extended,cupti,otf2,nsys,nsys_pages,perfetto}
 
 for f in fixtures/chrome/*.json fixtures/chrome/*.txt fixtures/otf2/*.json fixtures/demo/*.json; do
   cp "$f" "$c/chrome/"
@@ -47,5 +47,28 @@ consts = dict(re.findall(r'const (\w+): &str = "(.*?)";', src, re.S))
 for part in ["CUDA", "NVTX", "CPU", "BAD"]:
     sql = consts["DDL"] + consts["NAMES"] + consts[part]
     open(f"{sys.argv[2]}/{part.lower()}.sql", "w").write(sql.replace('\\"', '"'))
+PY
+# nsys_pages: the same databases as files with 512-byte pages, and one whose runtime table is
+# a b-tree three levels deep.
+for sql in "$c"/nsys/*.sql; do
+  out="$c/nsys_pages/$(basename "$sql" .sql).sqlite"
+  rm -f "$out"
+  python3 - "$sql" "$out" <<'PY'
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[2])
+conn.execute("PRAGMA page_size = 512")
+conn.executescript(open(sys.argv[1]).read())
+conn.commit()
+PY
+done
+rm -f "$c/nsys_pages/deep.sqlite"
+python3 - "$c/nsys/cuda.sql" "$c/nsys_pages/deep.sqlite" <<'PY'
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[2])
+conn.execute("PRAGMA page_size = 512")
+conn.executescript(open(sys.argv[1]).read())
+for i in range(1500):
+    conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue) VALUES (?, ?, 0, ?, ?, 1, 0)", (10 * i, 10 * i + 5, (1 << 24) | 1, 100 + i))
+conn.commit()
 PY
 du -sh "$c"/* >&2

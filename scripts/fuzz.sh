@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 
-TARGETS=(chrome chrome_gzip folded folded_extended cupti otf2 nsys perfetto)
+TARGETS=(chrome chrome_gzip folded folded_extended cupti otf2 nsys nsys_pages perfetto)
 # Contract of every target (fuzz/src/lib.rs): no panic, no hang, memory under the bound.
 # -malloc_limit_mb only high: libotf2 callocs counts read from a corrupt anchor (22 GB) that the
 # kernel maps lazily or refuses; what matters is the resident memory (-rss_limit_mb).

@@ -3,3 +3,4 @@
 pub mod baseline;
 pub mod chrome;
 pub mod cupti;
+pub mod nsys;

@@ -1,10 +1,9 @@
 //! `tracex-gen`: writes large synthetic traces of each input format, for benchmarks
 //! (`scripts/bench.sh`). Output is deterministic for given arguments.
 
-use tracex_gen::{chrome, cupti};
+use tracex_gen::{chrome, cupti, nsys};
 
 mod measure;
-mod nsys;
 
 use clap::{Parser, Subcommand};
 

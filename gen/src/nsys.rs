@@ -12,25 +12,25 @@ use rusqlite::{params, Connection};
 pub struct Args {
     /// Number of kernels (and of cudaLaunchKernel runtime calls)
     #[arg(long, default_value_t = 1_000_000)]
-    kernels: u64,
+    pub kernels: u64,
     /// Number of NVTX push/pop ranges (they enclose the launches evenly)
     #[arg(long, default_value_t = 100_000)]
-    nvtx: u64,
+    pub nvtx: u64,
     /// Write rows thread by thread instead of in start order
     #[arg(long, conflicts_with = "shuffle")]
-    unsorted: bool,
+    pub unsorted: bool,
     /// Write rows in a random (deterministic) order
     #[arg(long)]
-    shuffle: bool,
+    pub shuffle: bool,
     /// Number of kernels that start before the previous kernel of their stream has ended
     #[arg(long, default_value_t = 0)]
-    overlap: u64,
+    pub overlap: u64,
     /// Multiply kernel durations by this (a series of runs with a varying batch size)
     #[arg(long, default_value_t = 1.0)]
-    kernel_scale: f64,
+    pub kernel_scale: f64,
     /// Output path (replaced if it exists)
     #[arg(long, short)]
-    out: String,
+    pub out: String,
 }
 
 /// Rows of one table before they are written: (start, end, values).

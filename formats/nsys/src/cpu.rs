@@ -15,6 +15,7 @@ use crate::enums::Enum;
 use crate::importer::Importer;
 use crate::options::Activity;
 use crate::plan::{order_by, range_order, CpuPlan, Kind, Query, Setup, StreamDef};
+use crate::scan::{Filter, ScanSpec};
 use crate::stacks::Chain;
 
 /// Columns every CPU table is read by, not shown as arguments.
@@ -28,21 +29,13 @@ pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
         let Some(t) = setup.wanted(imp.activities(), what, &needed)? else {
             continue;
         };
-        let mut select = vec![
-            t.col("start"),
-            t.col("end"),
-            t.col("globalTid"),
-            t.col(spec.name_col),
-        ];
         let has_chain = spec.chain.is_some_and(|c| imp.has_chain(c)) && t.has("callchainId");
-        select.push(if has_chain {
-            t.col("callchainId")
-        } else {
-            "NULL".into()
-        });
+        // column names; one the table lacks (or an unused callchain) is selected as NULL
+        let mut names: Vec<&str> = vec!["start", "end", "globalTid", spec.name_col];
+        names.push(if has_chain { "callchainId" } else { "" });
         let mut args = Vec::new();
         for ac in spec.args.iter().filter(|ac| t.has(ac.col)) {
-            select.push(t.col(ac.col));
+            names.push(ac.col);
             args.push((imp.key(setup.defs, ac.key), ac.how));
         }
         if spec.rest_as_args {
@@ -51,19 +44,20 @@ pub fn plans(setup: &mut Setup, imp: &mut Importer) -> Result<()> {
                     || c.eq_ignore_ascii_case(spec.name_col)
                     || spec.args.iter().any(|ac| ac.col.eq_ignore_ascii_case(c));
                 if !used {
-                    select.push(t.col(c));
+                    names.push(c);
                     args.push((setup.defs.intern(c), How::Raw));
                 }
             }
         }
-        let cols = select.join(", ");
+        let cols = t.select_list(&names);
         let query = Query::ordered(&t, "start", Some("end"), |sorted| {
             format!(
                 "SELECT rowid, {cols} FROM {}{}",
                 t.sql_name(),
                 order_by(sorted, &range_order(&t, ""))
             )
-        });
+        })
+        .with_spec(ScanSpec::new(&t, &names));
         setup.streams.push(StreamDef::new(
             &t,
             query,
@@ -144,9 +138,27 @@ pub fn cuda_api_plan(setup: &mut Setup, imp: &mut Importer) -> Result<bool> {
         col("returnValue"),
         t.sql_name(),
     );
-    let query = Query::ordered(&t, "start", Some("end"), |sorted| {
+    let mut query = Query::ordered(&t, "start", Some("end"), |sorted| {
         format!("{select}{}", order_by(sorted, &range_order(&t, "r.")))
     });
+    if join.is_empty() {
+        let chain = if chain == "NULL" { "" } else { "callchainId" };
+        let names = [
+            "start",
+            "end",
+            "globalTid",
+            "nameId",
+            "eventClass",
+            "correlationId",
+            "returnValue",
+            chain,
+        ];
+        let mut spec = ScanSpec::new(&t, &names);
+        if has_class {
+            spec = spec.filtered("eventClass", Filter::IsNot(67));
+        }
+        query = query.with_spec(spec);
+    }
     let mut def = StreamDef::new(&t, query, Kind::CudaApi);
     def.unique_rowid = !join.is_empty();
     setup.streams.push(def);

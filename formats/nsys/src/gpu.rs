@@ -15,6 +15,7 @@ use crate::importer::Importer;
 use crate::options::Activity;
 use crate::plan::{order_by, range_order, usable};
 use crate::plan::{Kind, Query, Setup, StreamDef};
+use crate::scan::ScanSpec;
 
 /// Streams of the GPU tables present.
 pub fn plans(setup: &mut Setup, imp: &Importer) -> Result<()> {
@@ -33,7 +34,8 @@ pub fn plans(setup: &mut Setup, imp: &Importer) -> Result<()> {
         );
         let query = Query::ordered(&t, "start", Some("end"), |sorted| {
             format!("{select}{}", order_by(sorted, &range_order(&t, "")))
-        });
+        })
+        .with_spec(ScanSpec::new(&t, &cols));
         setup
             .streams
             .push(StreamDef::new(&t, query, Kind::Gpu(spec)));

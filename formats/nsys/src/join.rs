@@ -14,12 +14,13 @@
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
-use tracex_ir::{Location, Result};
+use tracex_ir::Result;
 
 use crate::catalogue::COMMON;
-use crate::db::{row_count, sqlite_error, Table};
+use crate::db::{row_count, Table};
 use crate::idmap::IdMap;
 use crate::order::{OrderCheck, Orders};
+use crate::scan::{Filter, ScanRow, ScanRows, ScanSpec};
 
 /// The join of the API calls of `api` with the GPU rows of `gpu`.
 #[derive(Clone, Debug)]
@@ -52,11 +53,11 @@ impl<const N: usize> Cells<N> {
     }
 
     /// Appends the first `N` columns of `row`, the first one being its rowid.
-    fn push(&mut self, row: &rusqlite::Row) -> rusqlite::Result<()> {
+    fn push(&mut self, row: &ScanRow) {
         let mut v = [0i64; N];
         let mut t = [Tag::Null; N];
         for i in 0..N {
-            match row.get_ref(i)? {
+            match row.get(i) {
                 ValueRef::Null => {}
                 ValueRef::Integer(x) => (v[i], t[i]) = (x, Tag::Int),
                 other => {
@@ -66,7 +67,6 @@ impl<const N: usize> Cells<N> {
             }
         }
         self.rows.push((v, t));
-        Ok(())
     }
 
     fn int(&self, row: usize, col: usize) -> Option<i64> {
@@ -114,26 +114,21 @@ fn process_of(global: i64) -> i64 {
 
 impl GpuIndex {
     fn load(conn: &Connection, g: &Table) -> Result<GpuIndex> {
-        let at = Location::Row {
-            table: g.name.clone(),
-            rowid: 0,
-        };
-        let err = |e| sqlite_error(at.clone(), "cannot read GPU work for the launch join", e);
         let n = row_count(conn, g)? as usize;
         let sql = format!(
             "SELECT rowid, {} FROM {}",
             g.select_list(GPU_COLUMNS),
             g.sql_name()
         );
-        let mut stmt = conn.prepare(&sql).map_err(err)?;
-        let mut rows = stmt.query([]).map_err(err)?;
+        let mut stmt = None;
+        let spec = ScanSpec::new(g, GPU_COLUMNS);
+        let doing = (g.name.as_str(), "cannot read GPU work for the launch join");
+        let mut rows = ScanRows::open(conn, (&sql, &[]), Some(&spec), &mut stmt, doing)?;
         let mut cells = Cells::<G>::with_capacity(n);
-        while let Some(r) = rows.next().map_err(err)? {
+        while let Some(r) = rows.next()? {
             // rows that cannot join are not kept
-            if let (Ok(ValueRef::Integer(_)), Ok(ValueRef::Integer(_))) =
-                (r.get_ref(G_PID), r.get_ref(G_CORR))
-            {
-                cells.push(r).map_err(err)?;
+            if let (ValueRef::Integer(_), ValueRef::Integer(_)) = (r.get(G_PID), r.get(G_CORR)) {
+                cells.push(&r);
             }
         }
         cells
@@ -199,28 +194,29 @@ impl LaunchJoin {
     ) -> Result<()> {
         let r = &self.api;
         let index = GpuIndex::load(conn, &self.gpu)?;
-        let at = |rowid| Location::Row {
-            table: r.name.clone(),
-            rowid,
-        };
-        let err = |e| sqlite_error(at(0), "cannot read API calls for the launch join", e);
         let class = match r.has("eventClass") {
             true => format!(" WHERE {} IN (0, 1)", r.col("eventClass")),
             false => String::new(),
         };
+        let columns = ["start", "globalTid", "correlationId"];
         let sql = format!(
             "SELECT rowid, {} FROM {}{class}",
-            r.select_list(&["start", "globalTid", "correlationId"]),
+            r.select_list(&columns),
             r.sql_name()
         );
+        let mut spec = ScanSpec::new(r, &columns);
+        if r.has("eventClass") {
+            spec = spec.filtered("eventClass", Filter::In(vec![0, 1]));
+        }
         let check = OrderCheck {
             table: r.clone(),
             ts: "start",
             end: Some("end"),
         };
         let in_order = orders.is_time_ordered(conn, &check);
-        let mut stmt = conn.prepare(&sql).map_err(err)?;
-        let mut rows = stmt.query([]).map_err(err)?;
+        let mut stmt = None;
+        let doing = (r.name.as_str(), "cannot read API calls for the launch join");
+        let mut rows = ScanRows::open(conn, (&sql, &[]), Some(&spec), &mut stmt, doing)?;
         let mut out: [SqlValue; LAUNCH_COLUMNS] = std::array::from_fn(|_| SqlValue::Null);
         let mut emit = |api: &Cells<A>, i: usize| -> Result<bool> {
             let (Some(gtid), Some(corr)) = (api.int(i, 2), api.int(i, 3)) else {
@@ -243,10 +239,10 @@ impl LaunchJoin {
         if in_order {
             // one call at a time, in storage order
             let mut one = Cells::<A>::with_capacity(1);
-            while let Some(row) = rows.next().map_err(err)? {
+            while let Some(row) = rows.next()? {
                 one.rows.clear();
                 one.odd.clear();
-                one.push(row).map_err(err)?;
+                one.push(&row);
                 if !emit(&one, 0)? {
                     return Ok(());
                 }
@@ -255,8 +251,8 @@ impl LaunchJoin {
         }
         let n = row_count(conn, r)? as usize;
         let mut calls = Cells::<A>::with_capacity(n);
-        while let Some(row) = rows.next().map_err(err)? {
-            calls.push(row).map_err(err)?;
+        while let Some(row) = rows.next()? {
+            calls.push(&row);
         }
         drop(rows);
         // SQLite's order: NULL, then numbers, then the rest (text, blobs); then the rowid
@@ -335,7 +331,7 @@ mod tests {
             )
             .unwrap();
         }
-        let schema = Schema::probe(&conn, &Location::Nowhere).unwrap();
+        let schema = Schema::probe(&conn, &tracex_ir::Location::Nowhere).unwrap();
         let r = schema.table("CUPTI_ACTIVITY_KIND_RUNTIME").unwrap();
         let g = schema.table("CUPTI_ACTIVITY_KIND_KERNEL").unwrap();
         // the SQL join tracex ran before this module

@@ -1,5 +1,6 @@
 //! The k-way merge. Every stream is read on its own thread (own read-only connection), which
-//! steps SQLite and hands rows over in small batches through a bounded channel; the calling
+//! steps SQLite (or, for a plain scan, walks the table's pages: [`crate::pages`]) and hands rows
+//! over in small batches through a bounded channel; the calling
 //! thread decodes them and keeps each stream's next event in a heap keyed by the IR's total
 //! order (time; slices, longer first; instants; flow points; counters; samples), emitting the
 //! smallest. Memory: a few batches per stream plus the events made at emission time.
@@ -9,11 +10,11 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::types::Value as SqlValue;
 use tracex_ir::order::OrderKey;
 use tracex_ir::{Error, Event, ImportCtx, Location, Result};
 
-use crate::db::{self, rowid, sqlite_error, Row};
+use crate::db::{self, rowid, Row};
 use crate::decoded::{Hook, Skip};
 use crate::diag::record_skip;
 use crate::dispatch::Decoder;
@@ -22,6 +23,7 @@ use crate::order::{NearlySorted, Orders};
 
 use crate::plan::{Plan, Query, Source, StreamDef};
 use crate::projection::Pass;
+use crate::scan::{ScanRow, ScanRows};
 use crate::shuffle::Shuffle;
 use crate::spool::{Next, SpoolReader};
 
@@ -57,8 +59,8 @@ impl<'a> Batches<'a> {
     }
 
     /// Appends `row`; false when the merge has stopped.
-    fn push(&mut self, row: &rusqlite::Row) -> bool {
-        self.values.extend((0..self.columns).map(|i| cell(row, i)));
+    fn push(&mut self, row: &ScanRow) -> bool {
+        self.values.extend((0..self.columns).map(|i| row.value(i)));
         self.flush_if_full()
     }
 
@@ -100,23 +102,6 @@ impl<'a> Batches<'a> {
     }
 }
 
-/// Cell `i` of `row`: integers and NULLs (most cells) without FromSql's checks or an allocation.
-fn cell(row: &rusqlite::Row, i: usize) -> SqlValue {
-    match row.get_ref_unwrap(i) {
-        ValueRef::Integer(v) => SqlValue::Integer(v),
-        ValueRef::Null => SqlValue::Null,
-        other => SqlValue::from(other),
-    }
-}
-
-/// The rowid of a row of a tracex query (column 0).
-fn rowid_of(row: &rusqlite::Row) -> i64 {
-    match row.get_ref_unwrap(0) {
-        ValueRef::Integer(r) => r,
-        _ => 0,
-    }
-}
-
 /// The error of a table that changed while tracex read it.
 fn changed(at: Location) -> Error {
     Error::invalid(
@@ -142,33 +127,32 @@ fn read(
     let sql = match &plan {
         Plan::Sql(sql) | Plan::Reorder(sql, _) | Plan::Shuffle(sql, _) => *sql,
     };
-    let doing = format!("cannot query table {}", def.table);
-    let querying = |e| sqlite_error(at(0), &doing, e);
-    let mut stmt = conn.prepare(sql).map_err(querying)?;
-    let columns = stmt.column_count();
-    let mut rows = stmt
-        .query(rusqlite::params_from_iter(query.params.iter()))
-        .map_err(querying)?;
-    let reading = format!("cannot read table {}", def.table);
-    let failed = |rowid, e| sqlite_error(at(rowid), &reading, e);
+    let doing = format!("cannot read table {}", def.table);
+    let mut stmt = None;
+    let spec = query.spec_for(sql);
+    let mut rows = ScanRows::open(
+        &conn,
+        (sql, &query.params),
+        spec,
+        &mut stmt,
+        (&def.table, &doing),
+    )?;
+    let columns = rows.columns();
     let mut out = Batches::new(tx, columns);
-    let mut last = 0;
     match plan {
         Plan::Sql(_) => {
-            while let Some(row) = rows.next().map_err(|e| failed(last, e))? {
-                last = rowid_of(row);
-                if !out.push(row) {
+            while let Some(row) = rows.next()? {
+                if !out.push(&row) {
                     return Ok(()); // the merge stopped
                 }
             }
         }
-        Plan::Reorder(_, near) => reorder(&mut rows, &near, &mut out, at, failed)?,
+        Plan::Reorder(_, near) => reorder(&mut rows, &near, &mut out, at)?,
         Plan::Shuffle(_, ranks) => {
             let mut shuffle = Shuffle::new(&ranks, columns);
-            while let Some(row) = rows.next().map_err(|e| failed(last, e))? {
-                last = rowid_of(row);
-                if !shuffle.push(row)? {
-                    return Err(changed(at(last)));
+            while let Some(row) = rows.next()? {
+                if !shuffle.push(&row)? {
+                    return Err(changed(at(row.rowid())));
                 }
             }
             shuffle.drain(|row| out.extend_taken(row.iter_mut()))?;
@@ -180,11 +164,10 @@ fn read(
 
 /// Hands on the rows of a scan close to time order in the order of `near`'s schedule.
 fn reorder(
-    rows: &mut rusqlite::Rows,
+    rows: &mut ScanRows,
     near: &NearlySorted,
     out: &mut Batches,
     at: impl Fn(i64) -> Location,
-    failed: impl Fn(i64, rusqlite::Error) -> Error,
 ) -> Result<()> {
     let columns = out.columns;
     // rows held back (rowid, taken) and their cells, in storage order
@@ -195,11 +178,11 @@ fn reorder(
     for &rowid in &near.schedule {
         // read past `rowid` (a join may give several rows of one rowid)
         while !end && read <= rowid {
-            match rows.next().map_err(|e| failed(read, e))? {
+            match rows.next()? {
                 Some(row) => {
-                    read = rowid_of(row);
+                    read = row.rowid();
                     held.push_back((read, false));
-                    cells.extend((0..columns).map(|i| cell(row, i)));
+                    cells.extend((0..columns).map(|i| row.value(i)));
                 }
                 None => end = true,
             }
@@ -219,7 +202,7 @@ fn reorder(
             cells.drain(..columns);
         }
     }
-    if !held.is_empty() || rows.next().map_err(|e| failed(read, e))?.is_some() {
+    if !held.is_empty() || rows.next()?.is_some() {
         return Err(changed(at(read)));
     }
     Ok(())
@@ -268,15 +251,10 @@ struct Cursor<'a> {
     pos: usize,
 }
 
-/// What a cursor yields.
-enum Got<'a> {
-    Row(&'a Row),
-    Watermark(i64),
-}
-
 impl Cursor<'_> {
-    /// The next row or watermark, or `None` at the end of the stream.
-    fn next(&mut self) -> Result<Option<Got<'_>>> {
+    /// The next row, or `None` at the end of the stream; waits for a reader or a spool's
+    /// producer when nothing is there yet.
+    fn next(&mut self) -> Result<Option<&Row>> {
         if self.pos >= self.values.len() {
             let (columns, values) = match &mut self.feed {
                 Feed::Channel(rx) => match rx.recv() {
@@ -286,7 +264,6 @@ impl Cursor<'_> {
                 },
                 Feed::Spool(reader, columns) => match reader.next()? {
                     Next::Rows(values) => (*columns, values),
-                    Next::Watermark(ts) => return Ok(Some(Got::Watermark(ts))),
                     Next::End => return Ok(None),
                 },
             };
@@ -296,20 +273,15 @@ impl Cursor<'_> {
         }
         let row = &self.values[self.pos..self.pos + self.columns];
         self.pos += self.columns;
-        Ok(Some(Got::Row(row)))
+        Ok(Some(row))
     }
 }
 
-/// A stream's next item in the merge: an event, or a watermark that holds the stream's place
-/// (nothing it sends later is earlier) until it sends more.
-enum Item {
-    Event(Event, Hook),
-    Watermark,
-}
-
+/// A stream's next event in the merge.
 struct Head {
     key: OrderKey,
-    item: Item,
+    event: Event,
+    hook: Hook,
 }
 
 /// Decodes rows of stream `i` until one gives an event.
@@ -321,23 +293,7 @@ fn next_head(
     i: usize,
     ctx: &mut ImportCtx,
 ) -> Result<Option<Head>> {
-    while let Some(got) = cursor.next()? {
-        let row = match got {
-            Got::Row(row) => row,
-            Got::Watermark(ts) => {
-                // before every event at `ts`: slices first, and the longest possible
-                let key = OrderKey {
-                    ts,
-                    class: 0,
-                    neg_dur: i64::MIN,
-                    seq: i as u64,
-                };
-                return Ok(Some(Head {
-                    key,
-                    item: Item::Watermark,
-                }));
-            }
-        };
+    while let Some(row) = cursor.next()? {
         ctx.progress.advance(1);
         let rid = rowid(row);
         if def.unique_rowid && *last_rowid == Some(rid) {
@@ -347,10 +303,7 @@ fn next_head(
         match dec.decode(&def.kind, &def.table, row, ctx) {
             Ok(Some((event, hook))) => {
                 let key = OrderKey::of(&event, i as u64);
-                return Ok(Some(Head {
-                    key,
-                    item: Item::Event(event, hook),
-                }));
+                return Ok(Some(Head { key, event, hook }));
             }
             Ok(None) => {}
             Err(Skip::Fatal(e)) => return Err(e),
@@ -433,10 +386,7 @@ fn merge(
                     heap.push(Reverse((h.key, i)));
                 }
                 heads[i] = next;
-                let Item::Event(event, hook) = head.item else {
-                    continue; // a watermark: the stream has been asked for more
-                };
-                match dec.on_emit(event, hook, ctx.defs, ctx.diag) {
+                match dec.on_emit(head.event, head.hook, ctx.defs, ctx.diag) {
                     Some(e) => e,
                     None => continue,
                 }

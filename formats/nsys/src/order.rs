@@ -7,9 +7,10 @@ use std::sync::{Arc, OnceLock};
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
-use tracex_ir::{Location, Result};
+use tracex_ir::Result;
 
-use crate::db::{sqlite_error, Table};
+use crate::db::Table;
+use crate::scan::{ScanRows, ScanSpec};
 use crate::shuffle::Ranks;
 
 /// The table whose storage order decides whether a query must sort.
@@ -114,13 +115,13 @@ pub fn storage_order(
         table.col(ts),
         table.sql_name()
     );
-    let at = Location::Row {
-        table: table.name.clone(),
-        rowid: 0,
+    let spec = ScanSpec::new(table, &[ts, end.unwrap_or("")]);
+    let scan = |f: &mut dyn FnMut(Key) -> bool| {
+        let mut stmt = None;
+        let doing = (table.name.as_str(), "cannot read");
+        let mut rows = ScanRows::open(conn, (&sql, &[]), Some(&spec), &mut stmt, doing)?;
+        scan_keys(&mut rows, f)
     };
-    let err = |e| sqlite_error(at.clone(), "cannot read", e);
-    let mut stmt = conn.prepare(&sql).map_err(err)?;
-    let mut scan = |f: &mut dyn FnMut(Key) -> bool| scan_keys(&mut stmt, &err, f);
     // rows that sort before the previous one
     let mut breaks = 0usize;
     let mut rows = 0usize;
@@ -167,19 +168,12 @@ pub fn storage_order(
 
 /// Hands the keys of `stmt`'s rows (rowid, ts, end) to `f` until it returns false; false when
 /// a value is not an integer (or a NULL end).
-fn scan_keys(
-    stmt: &mut rusqlite::Statement,
-    err: &dyn Fn(rusqlite::Error) -> tracex_ir::Error,
-    f: &mut dyn FnMut(Key) -> bool,
-) -> Result<bool> {
-    let mut rows = stmt.query([]).map_err(err)?;
-    while let Some(row) = rows.next().map_err(err)? {
-        let (ValueRef::Integer(rowid), ValueRef::Integer(ts)) =
-            (row.get_ref(0).map_err(err)?, row.get_ref(1).map_err(err)?)
-        else {
+fn scan_keys(rows: &mut ScanRows, f: &mut dyn FnMut(Key) -> bool) -> Result<bool> {
+    while let Some(row) = rows.next()? {
+        let (ValueRef::Integer(rowid), ValueRef::Integer(ts)) = (row.get(0), row.get(1)) else {
             return Ok(false);
         };
-        let (closed, end) = match row.get_ref(2).map_err(err)? {
+        let (closed, end) = match row.get(2) {
             ValueRef::Null => (false, 0),
             ValueRef::Integer(e) => (true, e),
             _ => return Ok(false),

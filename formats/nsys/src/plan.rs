@@ -16,6 +16,7 @@ use crate::diag::record_rows;
 use crate::join::LaunchJoin;
 use crate::options::{Activities, Activity};
 use crate::order::{NearlySorted, Order, OrderCheck, Orders};
+use crate::scan::ScanSpec;
 use crate::shuffle::Ranks;
 use crate::spool::Spool;
 use tracex_ir::{Defs, Diagnostics};
@@ -67,6 +68,8 @@ pub struct Query {
     pub sort: String,
     pub check: Option<OrderCheck>,
     pub params: Vec<SqlValue>,
+    /// The scan as the page reader runs it, when it is a plain one ([`crate::pages`]).
+    pub spec: Option<ScanSpec>,
 }
 
 impl Query {
@@ -86,7 +89,22 @@ impl Query {
                 end,
             }),
             params: Vec::new(),
+            spec: None,
         }
+    }
+
+    /// With `spec`: the scan is `SELECT rowid, <spec's columns> FROM <spec's table>` (and its
+    /// filter), which the page reader may run instead of SQLite.
+    pub fn with_spec(mut self, spec: ScanSpec) -> Query {
+        self.spec = Some(spec);
+        self
+    }
+
+    /// The page reader's form of `sql`, when `sql` is this query's scan and it has one.
+    pub fn spec_for(&self, sql: &str) -> Option<&ScanSpec> {
+        self.spec
+            .as_ref()
+            .filter(|_| std::ptr::eq(sql, self.scan.as_str()))
     }
 
     /// Columns `cols` (after the rowid) of `table` in time order of its column `ts`.
@@ -96,7 +114,7 @@ impl Query {
             table.select_list(cols),
             table.sql_name()
         );
-        Query::by_time(table, ts, select)
+        Query::by_time(table, ts, select).with_spec(ScanSpec::new(table, cols))
     }
 
     /// `select` (a query without ORDER BY) in time order of one column `ts` of `table`.

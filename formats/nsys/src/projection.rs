@@ -326,7 +326,7 @@ impl<'c> Waiting<'c> {
     }
 
     /// Writes every waiting projection that starts before `below`, in order, and publishes
-    /// them with `below` as the watermark.
+    /// them.
     fn release(&mut self, below: i64, out: &mut SpoolWriter) -> Result<()> {
         let err = |e| sqlite_error(Location::Nowhere, "cannot keep NVTX projections", e);
         let mut from_table = Vec::new();
@@ -360,7 +360,7 @@ impl<'c> Waiting<'c> {
             };
             out.row(&f.row())?;
         }
-        out.publish(Some(below))
+        out.publish()
     }
 }
 
@@ -439,7 +439,7 @@ impl Pass {
             if since_publish >= PUBLISH_LAUNCHES_EVERY {
                 since_publish = 0;
                 if let Some(w) = launch_out.as_mut() {
-                    w.publish(None)?;
+                    w.publish()?;
                 }
             }
             Ok(true)
@@ -591,12 +591,8 @@ mod tests {
         out.finish(None);
         let mut r = spool.reader().unwrap();
         let mut starts = Vec::new();
-        loop {
-            match r.next().unwrap() {
-                crate::spool::Next::Rows(v) => starts.extend(v.chunks(9).map(|row| row[1].clone())),
-                crate::spool::Next::Watermark(_) => {}
-                crate::spool::Next::End => break,
-            }
+        while let crate::spool::Next::Rows(v) = r.next().unwrap() {
+            starts.extend(v.chunks(9).map(|row| row[1].clone()));
         }
         let want: Vec<SqlValue> = [5, 10, 10, 20, 30, 40, 50, 60, 70, 80, 90]
             .into_iter()

@@ -16,6 +16,7 @@ use tracex_ir::io::temp_file_error;
 use tracex_ir::Result;
 
 use crate::idmap::IdMap;
+use crate::scan::ScanRow;
 
 /// Rows per part at least, and parts at most: a million rows make 16 parts of 64k rows.
 const PART_ROWS: usize = 1 << 16;
@@ -92,18 +93,14 @@ impl<'r> Shuffle<'r> {
 
     /// Takes one row of the scan (column 0 its rowid); false when the rowid has no rank (the
     /// table changed under the reader).
-    pub fn push(&mut self, row: &rusqlite::Row) -> Result<bool> {
-        let rowid = match row.get_ref_unwrap(0) {
-            ValueRef::Integer(r) => r,
-            _ => 0,
-        };
-        let Some(rank) = self.ranks.of(rowid) else {
+    pub fn push(&mut self, row: &ScanRow) -> Result<bool> {
+        let Some(rank) = self.ranks.of(row.rowid()) else {
             return Ok(false);
         };
         let part = &mut self.parts[rank as usize / self.part_rows];
         part.buf.extend_from_slice(&rank.to_le_bytes());
         for i in 0..self.columns {
-            encode(row.get_ref_unwrap(i), &mut part.buf);
+            encode(row.get(i), &mut part.buf);
         }
         if part.buf.len() >= self.part_buffer {
             let file = match &mut part.file {
@@ -313,7 +310,7 @@ mod tests {
         let ranks = Ranks::new(schedule.iter().copied());
         let mut shuffle = Shuffle::with_parts(&ranks, 3, 7, 40);
         while let Some(r) = rows.next().unwrap() {
-            assert!(shuffle.push(r).unwrap());
+            assert!(shuffle.push(&ScanRow::Sql(r)).unwrap());
         }
         assert!(shuffle.parts.iter().filter(|p| p.file.is_some()).count() > 20);
         let mut got = Vec::new();
@@ -342,7 +339,9 @@ mod tests {
         let mut shuffle = Shuffle::new(&ranks, 1);
         let mut stmt = conn.prepare("SELECT rowid FROM T WHERE rowid = 3").unwrap();
         let mut rows = stmt.query([]).unwrap();
-        assert!(!shuffle.push(rows.next().unwrap().unwrap()).unwrap());
+        assert!(!shuffle
+            .push(&ScanRow::Sql(rows.next().unwrap().unwrap()))
+            .unwrap());
     }
 
     #[test]

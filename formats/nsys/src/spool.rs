@@ -2,7 +2,13 @@
 //! appended to a temporary file and read back in order. The producer never waits for the merge
 //! and memory stays the same whatever the lag, so one producer can feed several streams that the
 //! merge consumes at different paces (the nvtx-kernel pass feeds its projections and the kernel
-//! launches of the join it shares with the flows) without a deadlock.
+//! launches of the join it shares with the flows) without a deadlock; and the merge can wait for
+//! the next row of a spool without holding the producer up.
+//!
+//! The reader waits for rows rather than being told how far the producer has got: the merge
+//! decodes a stream's next row when it needs it, and decoding names things (tracks, processes,
+//! strings) in the order it meets them, so a row handed over whenever the producer happened to
+//! be ready would number them differently from one run to the next.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -21,8 +27,6 @@ const TEXT: u8 = 2;
 struct State {
     /// Bytes of complete rows written.
     bytes: u64,
-    /// No row sent later starts before this.
-    watermark: Option<i64>,
     done: bool,
     failed: Option<String>,
 }
@@ -37,7 +41,6 @@ pub struct Spool {
 /// What a reader gets next.
 pub enum Next {
     Rows(Vec<SqlValue>),
-    Watermark(i64),
     End,
 }
 
@@ -82,7 +85,6 @@ impl Spool {
             spool: self,
             file: self.file.reopen()?,
             read: 0,
-            watermark: None,
             buf: Vec::new(),
         })
     }
@@ -122,14 +124,11 @@ impl SpoolWriter<'_> {
         Ok(())
     }
 
-    /// Makes the rows written so far readable, with a watermark.
-    pub fn publish(&mut self, watermark: Option<i64>) -> Result<()> {
+    /// Makes the rows written so far readable.
+    pub fn publish(&mut self) -> Result<()> {
         self.out.flush()?;
         let mut st = self.spool.state();
         st.bytes = self.bytes;
-        if watermark.is_some() {
-            st.watermark = watermark;
-        }
         self.spool.ready.notify_all();
         Ok(())
     }
@@ -163,7 +162,6 @@ pub struct SpoolReader<'a> {
     file: File,
     /// Bytes of the file read so far (into `buf` or decoded).
     read: u64,
-    watermark: Option<i64>,
     /// Bytes read but not decoded yet (the start of a row).
     buf: Vec<u8>,
 }
@@ -174,15 +172,15 @@ pub struct SpoolReader<'a> {
 const CHUNK: u64 = 1 << 16;
 
 impl SpoolReader<'_> {
-    /// The next rows, watermark or end; waits for the producer when there is nothing new.
+    /// The next rows or the end; waits for the producer when there is nothing new.
     pub fn next(&mut self) -> Result<Next> {
         loop {
-            let (bytes, watermark, done, failed) = {
+            let (bytes, done, failed) = {
                 let mut st = self.spool.state();
-                while st.bytes == self.read && st.watermark == self.watermark && !st.done {
+                while st.bytes == self.read && !st.done {
                     st = self.spool.ready.wait(st).unwrap_or_else(|p| p.into_inner());
                 }
-                (st.bytes, st.watermark, st.done, st.failed.clone())
+                (st.bytes, st.done, st.failed.clone())
             };
             if bytes > self.read {
                 let len = (bytes - self.read).min(CHUNK) as usize;
@@ -197,12 +195,6 @@ impl SpoolReader<'_> {
                     continue; // a row longer than a chunk: read on
                 }
                 return Ok(Next::Rows(values));
-            }
-            if watermark != self.watermark {
-                self.watermark = watermark;
-                if let Some(w) = watermark {
-                    return Ok(Next::Watermark(w));
-                }
             }
             return match (done, failed) {
                 (true, Some(why)) => Err(Error::invalid(
@@ -268,7 +260,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rows_and_watermarks_arrive_in_order_across_threads() {
+    fn rows_arrive_in_order_across_threads() {
         let spool = Spool::new(3).unwrap();
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -281,32 +273,25 @@ mod tests {
                     ])
                     .unwrap();
                     if i % 1000 == 999 {
-                        w.publish(Some(i)).unwrap();
+                        w.publish().unwrap();
                     }
                 }
                 w.finish(None);
             });
             let mut r = spool.reader().unwrap();
-            let (mut next, mut marks) = (0i64, 0);
-            loop {
-                match r.next().unwrap() {
-                    Next::Rows(v) => {
-                        for row in v.chunks(3) {
-                            assert_eq!(row[0], SqlValue::Integer(next));
-                            assert_eq!(row[1], SqlValue::Null);
-                            assert_eq!(row[2], SqlValue::Text(format!("r{next}")));
-                            next += 1;
-                        }
-                    }
-                    Next::Watermark(w) => {
-                        assert!(w < next);
-                        marks += 1;
-                    }
-                    Next::End => break,
+            let (mut next, mut batches) = (0i64, 0);
+            while let Next::Rows(v) = r.next().unwrap() {
+                assert!(!v.is_empty());
+                batches += 1;
+                for row in v.chunks(3) {
+                    assert_eq!(row[0], SqlValue::Integer(next));
+                    assert_eq!(row[1], SqlValue::Null);
+                    assert_eq!(row[2], SqlValue::Text(format!("r{next}")));
+                    next += 1;
                 }
             }
             assert_eq!(next, 10_000);
-            assert!(marks >= 1);
+            assert!(batches >= 2);
         });
     }
 
