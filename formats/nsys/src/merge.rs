@@ -328,7 +328,7 @@ pub fn run(
         for pass in passes {
             let producer = move || match db::open(path) {
                 Ok(conn) => pass.run(&conn, orders),
-                Err(e) => pass.fail(&e.to_string()),
+                Err(e) => pass.fail(crate::spool::Failure::of(&e)),
             };
             std::thread::Builder::new()
                 .name("nsys nvtx-kernel".into())

@@ -30,6 +30,8 @@ pub struct Layout {
     fields: Vec<Option<(usize, bool)>>,
     /// Rows pass when this field passes.
     filter: Option<(usize, Filter)>,
+    /// The last record field read (of the columns and the filter).
+    last: Option<usize>,
 }
 
 /// A condition on one integer column, as SQL compares it (a REAL equal to the integer matches;
@@ -123,10 +125,15 @@ impl Layout {
             Some((col, f)) => Some((field(col)?.0, f)),
             None => None,
         };
+        let fields: Vec<Option<(usize, bool)>> = fields;
+        let last = (fields.iter().flatten().map(|f| f.0))
+            .chain(filter.as_ref().map(|f| f.0))
+            .max();
         Some(Layout {
             root: u32::try_from(root).ok().filter(|&r| r > 0)?,
             fields,
             filter,
+            last,
         })
     }
 }
@@ -237,7 +244,13 @@ const INTERIOR: u8 = 0x05;
 const LEAF: u8 = 0x0d;
 
 /// A varint at `b[i..]`: its value and length.
+#[inline]
 fn varint(b: &[u8], i: usize) -> Option<(u64, usize)> {
+    // most are one byte: serial types of integers and short text, small sizes
+    let first = *b.get(i)?;
+    if first < 0x80 {
+        return Some((first as u64, 1));
+    }
     let mut v = 0u64;
     for k in 0..9 {
         let byte = *b.get(i + k)?;
@@ -271,6 +284,7 @@ pub struct PageRow<'a> {
 
 impl PageRow<'_> {
     /// Column `i` of `SELECT rowid, <columns>`: 0 is the rowid.
+    #[inline]
     pub fn get(&self, i: usize) -> ValueRef<'_> {
         if i == 0 {
             return ValueRef::Integer(self.rowid);
@@ -307,6 +321,8 @@ pub struct PageScan {
     /// The record of a row that spilled onto overflow pages.
     spilled: Vec<u8>,
     spare: Vec<u8>,
+    /// (serial type, offset) of the fields of the current record.
+    types: Vec<(u64, usize)>,
     cells: Vec<Cell>,
     started: bool,
 }
@@ -333,6 +349,7 @@ impl PageScan {
             visited: 0,
             spilled: Vec::new(),
             spare: Vec::new(),
+            types: Vec::new(),
             cells: Vec::with_capacity(layout.fields.len()),
             started: false,
         }))
@@ -343,11 +360,12 @@ impl PageScan {
         self.layout.fields.len() + 1
     }
 
-    fn damaged(&self, what: String) -> tracex_ir::Error {
+    /// A damaged page met at row `rowid` (0 when the row is not known).
+    fn damaged(&self, what: String, rowid: i64) -> tracex_ir::Error {
         tracex_ir::Error::invalid(
             tracex_ir::Location::Row {
                 table: self.table.clone(),
-                rowid: 0,
+                rowid,
             },
             format!(
                 "the database is damaged: {what}; nsys exports can be checked with `sqlite3 FILE 'PRAGMA integrity_check'`"
@@ -428,26 +446,23 @@ impl PageScan {
                 match self.next_leaf() {
                     Ok(true) => {}
                     Ok(false) => return Ok(None),
-                    Err(e) => return Err(self.damaged(e)),
+                    Err(e) => return Err(self.damaged(e, 0)),
                 }
             }
             let cell = self.next;
             self.next += 1;
             let (rowid, inline) = match self.read_cell(cell) {
                 Ok(r) => r,
-                Err(e) => return Err(self.damaged(e)),
+                Err(e) => return Err(self.damaged(e, 0)),
             };
             let record = match inline {
                 Some((at, len)) => &self.leaf.bytes[at..at + len],
                 None => &self.spilled[..],
             };
-            match decode(record, &self.layout, &mut self.cells) {
+            match decode(record, &self.layout, (&mut self.types, &mut self.cells)) {
                 Ok(true) => break (rowid, inline),
                 Ok(false) => continue,
-                Err(e) => {
-                    let e = format!("row {rowid}: {e}");
-                    return Err(self.damaged(e));
-                }
+                Err(e) => return Err(self.damaged(e, rowid)),
             }
         };
         Ok(Some(PageRow {
@@ -512,21 +527,22 @@ impl PageScan {
 
 /// Reads the fields `layout` wants from `record` into `cells`; false when the row does not
 /// pass the filter.
-fn decode(record: &[u8], layout: &Layout, cells: &mut Vec<Cell>) -> Result<bool, String> {
+fn decode(
+    record: &[u8],
+    layout: &Layout,
+    (found, cells): (&mut Vec<(u64, usize)>, &mut Vec<Cell>),
+) -> Result<bool, String> {
     let (header, n) = varint(record, 0).ok_or("its record header is cut off")?;
     let header = usize::try_from(header).map_err(|_| "its record header is too long")?;
     if header > record.len() || header < n {
         return Err("its record header does not fit the record".into());
     }
     // (serial type, offset of its bytes) of every field, up to the last one wanted
-    let wanted = (layout.fields.iter().flatten().map(|f| f.0))
-        .chain(layout.filter.as_ref().map(|f| f.0))
-        .max();
+    let wanted = layout.last;
     let mut at_type = n;
     let mut at_body = header;
     let mut field = 0;
-    let mut found = [(0u64, 0usize); 64];
-    let mut more: Vec<(u64, usize)> = Vec::new();
+    found.clear();
     while at_type < header && wanted.is_some_and(|w| field <= w) {
         let (t, len) = varint(record, at_type).ok_or("its record header is cut off")?;
         at_type += len;
@@ -541,10 +557,7 @@ fn decode(record: &[u8], layout: &Layout, cells: &mut Vec<Cell>) -> Result<bool,
         if at_body + size > record.len() {
             return Err("a value runs past the end of its record".into());
         }
-        match found.get_mut(field) {
-            Some(slot) => *slot = (t, at_body),
-            None => more.push((t, at_body)),
-        }
+        found.push((t, at_body));
         at_body += size;
         field += 1;
     }
@@ -553,7 +566,7 @@ fn decode(record: &[u8], layout: &Layout, cells: &mut Vec<Cell>) -> Result<bool,
         if f >= present {
             return Cell::Null; // a column added after the row was written
         }
-        let (t, at) = if f < 64 { found[f] } else { more[f - 64] };
+        let (t, at) = found[f];
         let int = |len: usize| {
             let mut v: i64 = if record[at] & 0x80 != 0 { -1 } else { 0 };
             for &byte in &record[at..at + len] {

@@ -28,7 +28,7 @@ use crate::nvtx::{name_sql, prefix_filter, PUSH_POP};
 use crate::options::Activity;
 use crate::order::Orders;
 use crate::plan::{order_by, Kind, Query, StreamDef};
-use crate::spool::{Spool, SpoolWriter};
+use crate::spool::{Failure, Spool, SpoolWriter};
 
 const TABLE: &str = "temp.tracex_nvtx_projection";
 
@@ -369,11 +369,11 @@ const PUBLISH_LAUNCHES_EVERY: u32 = 256;
 
 impl Pass {
     /// Ends the spools as failed, when the pass cannot run at all.
-    pub fn fail(&self, why: &str) {
-        self.projections.fail(why);
+    pub fn fail(&self, why: Failure) {
         if let Some(l) = &self.launch_spool {
-            l.fail(why);
+            l.fail(why.clone());
         }
+        self.projections.fail(why);
     }
 
     /// Runs the pass on `conn`, ending the spools it writes (with the reason if it fails).
@@ -383,10 +383,10 @@ impl Pass {
             self.launch_spool.as_ref().map(|s| s.writer()).transpose(),
         ) {
             (Ok(p), Ok(l)) => (p, l),
-            (Err(e), _) | (_, Err(e)) => return self.fail(&e.to_string()),
+            (Err(e), _) | (_, Err(e)) => return self.fail(Failure::of(&e)),
         };
         let result = self.sweep(conn, orders, &mut projections, &mut launches);
-        let failed = result.err().map(|e| e.to_string());
+        let failed = result.err().map(|e| Failure::of(&e));
         if let Some(l) = launches {
             l.finish(failed.clone());
         }

@@ -79,7 +79,11 @@ impl ScanRow<'_> {
 
     /// Cell `i` as an owned value: integers and NULLs (most cells) without an allocation.
     pub fn value(&self, i: usize) -> SqlValue {
-        match self.get(i) {
+        let v = match self {
+            ScanRow::Sql(r) => r.get_ref(i).unwrap_or(ValueRef::Null),
+            ScanRow::Pages(r) => r.get(i),
+        };
+        match v {
             ValueRef::Integer(v) => SqlValue::Integer(v),
             ValueRef::Null => SqlValue::Null,
             other => SqlValue::from(other),

@@ -28,7 +28,42 @@ struct State {
     /// Bytes of complete rows written.
     bytes: u64,
     done: bool,
-    failed: Option<String>,
+    failed: Option<Failure>,
+}
+
+/// Why a producer stopped early, as readers report it: where the input is wrong, when that is
+/// what stopped it.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    at: Option<Location>,
+    why: String,
+}
+
+impl Failure {
+    pub fn of(e: &Error) -> Failure {
+        match e {
+            Error::Invalid { location, message } => Failure {
+                at: Some(location.clone()),
+                why: message.clone(),
+            },
+            other => Failure::other(other.to_string()),
+        }
+    }
+
+    pub fn other(why: impl Into<String>) -> Failure {
+        Failure {
+            at: None,
+            why: why.into(),
+        }
+    }
+
+    fn error(self) -> Error {
+        let message = format!("the nvtx-kernel pass stopped: {}", self.why);
+        match self.at {
+            Some(at) => Error::invalid(at, message),
+            None => Error::Library(message),
+        }
+    }
 }
 
 pub struct Spool {
@@ -64,10 +99,10 @@ impl Spool {
     }
 
     /// Ends the queue as failed (when no writer could be made).
-    pub fn fail(&self, why: &str) {
+    pub fn fail(&self, why: Failure) {
         let mut st = self.state();
         st.done = true;
-        st.failed = Some(why.to_string());
+        st.failed = Some(why);
         self.ready.notify_all();
     }
 
@@ -134,12 +169,12 @@ impl SpoolWriter<'_> {
     }
 
     /// Publishes the rest and ends the queue; `failed` tells readers why it ended early.
-    pub fn finish(mut self, failed: Option<String>) {
+    pub fn finish(mut self, failed: Option<Failure>) {
         let flushed = self.out.flush();
         let mut st = self.spool.state();
         st.bytes = self.bytes;
         st.done = true;
-        st.failed = failed.or_else(|| flushed.err().map(|e| e.to_string()));
+        st.failed = failed.or_else(|| flushed.err().map(|e| Failure::other(e.to_string())));
         self.finished = true;
         self.spool.ready.notify_all();
     }
@@ -151,7 +186,7 @@ impl Drop for SpoolWriter<'_> {
             let mut st = self.spool.state();
             st.done = true;
             st.failed
-                .get_or_insert_with(|| "the producer stopped".to_string());
+                .get_or_insert_with(|| Failure::other("the producer stopped"));
             self.spool.ready.notify_all();
         }
     }
@@ -197,10 +232,7 @@ impl SpoolReader<'_> {
                 return Ok(Next::Rows(values));
             }
             return match (done, failed) {
-                (true, Some(why)) => Err(Error::invalid(
-                    Location::Nowhere,
-                    format!("the nvtx-kernel pass stopped: {why}"),
-                )),
+                (true, Some(why)) => Err(why.error()),
                 _ => Ok(Next::End),
             };
         }
