@@ -23,7 +23,7 @@ use crate::order::{NearlySorted, Orders};
 
 use crate::plan::{Plan, Query, Source, StreamDef};
 use crate::projection::Pass;
-use crate::scan::{ScanRow, ScanRows};
+use crate::scan::ScanRows;
 use crate::shuffle::Shuffle;
 use crate::spool::{Next, SpoolReader};
 
@@ -58,10 +58,13 @@ impl<'a> Batches<'a> {
         }
     }
 
-    /// Appends `row`; false when the merge has stopped.
-    fn push(&mut self, row: &ScanRow) -> bool {
-        self.values.extend((0..self.columns).map(|i| row.value(i)));
-        self.flush_if_full()
+    /// Appends the next row of `rows`: `None` at their end, `Some(false)` when the merge has
+    /// stopped.
+    fn push_next(&mut self, rows: &mut ScanRows) -> Result<Option<bool>> {
+        if !rows.next_into(&mut self.values)? {
+            return Ok(None);
+        }
+        Ok(Some(self.flush_if_full()))
     }
 
     /// Appends a row of cells, leaving NULLs in their place; false when the merge has stopped.
@@ -141,8 +144,8 @@ fn read(
     let mut out = Batches::new(tx, columns);
     match plan {
         Plan::Sql(_) => {
-            while let Some(row) = rows.next()? {
-                if !out.push(&row) {
+            while let Some(going) = out.push_next(&mut rows)? {
+                if !going {
                     return Ok(()); // the merge stopped
                 }
             }

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use rusqlite::types::ValueRef;
+use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
 
 use crate::db::Table;
@@ -318,6 +318,8 @@ pub struct PageScan {
     leaf_cells: usize,
     /// Pages read so far: more than the file holds means a loop.
     visited: u64,
+    /// The rowid of the last row read: a table's rowids rise along its leaves.
+    last_rowid: Option<i64>,
     /// The record of a row that spilled onto overflow pages.
     spilled: Vec<u8>,
     spare: Vec<u8>,
@@ -347,6 +349,7 @@ impl PageScan {
             next: 0,
             leaf_cells: 0,
             visited: 0,
+            last_rowid: None,
             spilled: Vec::new(),
             spare: Vec::new(),
             types: Vec::new(),
@@ -472,6 +475,36 @@ impl PageScan {
         }))
     }
 
+    /// Appends the next row that passes the filter to `out` (rowid first, then the columns);
+    /// false at the end of the table. The same rows as [`PageScan::next`], without the
+    /// borrowed form in between, for the readers that hand rows on as owned values.
+    pub fn next_into(&mut self, out: &mut Vec<SqlValue>) -> tracex_ir::Result<bool> {
+        loop {
+            while self.next >= self.leaf_cells {
+                match self.next_leaf() {
+                    Ok(true) => {}
+                    Ok(false) => return Ok(false),
+                    Err(e) => return Err(self.damaged(e, 0)),
+                }
+            }
+            let cell = self.next;
+            self.next += 1;
+            let (rowid, inline) = match self.read_cell(cell) {
+                Ok(r) => r,
+                Err(e) => return Err(self.damaged(e, 0)),
+            };
+            let record = match inline {
+                Some((at, len)) => &self.leaf.bytes[at..at + len],
+                None => &self.spilled[..],
+            };
+            match decode_into((rowid, record), &self.layout, &mut self.types, out) {
+                Ok(true) => return Ok(true),
+                Ok(false) => continue,
+                Err(e) => return Err(self.damaged(e, rowid)),
+            }
+        }
+    }
+
     /// The bytes of the current record ([`PageScan::read_cell`]).
     fn record(&self, inline: Option<(usize, usize)>) -> &[u8] {
         match inline {
@@ -489,6 +522,11 @@ impl PageScan {
         let bad = || format!("cell {i} of page {} is cut off", leaf.n);
         let (payload, n1) = varint(b, at).ok_or_else(bad)?;
         let (rowid, n2) = varint(b, at + n1).ok_or_else(bad)?;
+        let rowid = rowid as i64;
+        if self.last_rowid.is_some_and(|last| rowid <= last) {
+            return Err(format!("rowid {rowid} of page {} is out of order", leaf.n));
+        }
+        self.last_rowid = Some(rowid);
         let start = at + n1 + n2;
         let u = self.pages.usable;
         let max_local = u - 35;
@@ -497,7 +535,7 @@ impl PageScan {
             if start + payload > b.len() {
                 return Err(bad());
             }
-            return Ok((rowid as i64, Some((start, payload))));
+            return Ok((rowid, Some((start, payload))));
         }
         // the first bytes in the leaf, the rest on a chain of overflow pages
         let min_local = (u - 12) * 32 / 255 - 23;
@@ -521,29 +559,28 @@ impl PageScan {
         }
         self.spare = page;
         self.spilled = record;
-        Ok((rowid as i64, None))
+        Ok((rowid, None))
     }
 }
 
-/// Reads the fields `layout` wants from `record` into `cells`; false when the row does not
-/// pass the filter.
-fn decode(
+/// Reads the header of `record` into `found`: (serial type, offset of its bytes) of each field
+/// up to the last one `layout` reads. The fields it holds, or `None` when the row does not pass
+/// the filter.
+fn header(
     record: &[u8],
     layout: &Layout,
-    (found, cells): (&mut Vec<(u64, usize)>, &mut Vec<Cell>),
-) -> Result<bool, String> {
+    found: &mut Vec<(u64, usize)>,
+) -> Result<Option<usize>, String> {
     let (header, n) = varint(record, 0).ok_or("its record header is cut off")?;
     let header = usize::try_from(header).map_err(|_| "its record header is too long")?;
     if header > record.len() || header < n {
         return Err("its record header does not fit the record".into());
     }
-    // (serial type, offset of its bytes) of every field, up to the last one wanted
     let wanted = layout.last;
     let mut at_type = n;
     let mut at_body = header;
-    let mut field = 0;
     found.clear();
-    while at_type < header && wanted.is_some_and(|w| field <= w) {
+    while at_type < header && wanted.is_some_and(|w| found.len() <= w) {
         let (t, len) = varint(record, at_type).ok_or("its record header is cut off")?;
         at_type += len;
         let size = match t {
@@ -559,50 +596,90 @@ fn decode(
         }
         found.push((t, at_body));
         at_body += size;
-        field += 1;
     }
-    let present = field;
-    let get = |f: usize, real: bool| -> Cell {
-        if f >= present {
-            return Cell::Null; // a column added after the row was written
-        }
-        let (t, at) = found[f];
-        let int = |len: usize| {
-            let mut v: i64 = if record[at] & 0x80 != 0 { -1 } else { 0 };
-            for &byte in &record[at..at + len] {
-                v = (v << 8) | byte as i64;
-            }
-            v
-        };
-        let as_int = |v: i64| match real {
-            true => Cell::Real(v as f64),
-            false => Cell::Int(v),
-        };
-        match t {
-            0 => Cell::Null,
-            1..=4 => as_int(int(t as usize)),
-            5 => as_int(int(6)),
-            6 => as_int(int(8)),
-            7 => {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&record[at..at + 8]);
-                Cell::Real(f64::from_be_bytes(b))
-            }
-            8 => as_int(0),
-            9 => as_int(1),
-            t if t % 2 == 0 => Cell::Blob(at, ((t - 12) / 2) as usize),
-            t => Cell::Text(at, ((t - 13) / 2) as usize),
-        }
-    };
     if let Some((f, filter)) = &layout.filter {
-        if !filter.passes(get(*f, false)) {
-            return Ok(false);
+        if !filter.passes(cell(record, found, *f, false)) {
+            return Ok(None);
         }
+    }
+    Ok(Some(found.len()))
+}
+
+/// Field `f` of a record whose header [`header`] read into `found`: NULL past the fields the
+/// record holds (a column added after the row was written); integers as REAL for a column of
+/// REAL affinity, as SQLite reads them.
+#[inline]
+fn cell(record: &[u8], found: &[(u64, usize)], f: usize, real: bool) -> Cell {
+    let Some(&(t, at)) = found.get(f) else {
+        return Cell::Null;
+    };
+    let int = |len: usize| {
+        let mut v: i64 = if record[at] & 0x80 != 0 { -1 } else { 0 };
+        for &byte in &record[at..at + len] {
+            v = (v << 8) | byte as i64;
+        }
+        v
+    };
+    let as_int = |v: i64| match real {
+        true => Cell::Real(v as f64),
+        false => Cell::Int(v),
+    };
+    match t {
+        0 => Cell::Null,
+        1..=4 => as_int(int(t as usize)),
+        5 => as_int(int(6)),
+        6 => as_int(int(8)),
+        7 => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&record[at..at + 8]);
+            Cell::Real(f64::from_be_bytes(b))
+        }
+        8 => as_int(0),
+        9 => as_int(1),
+        t if t % 2 == 0 => Cell::Blob(at, ((t - 12) / 2) as usize),
+        t => Cell::Text(at, ((t - 13) / 2) as usize),
+    }
+}
+
+/// Reads the fields `layout` wants from `record` into `cells`; false when the row does not
+/// pass the filter.
+fn decode(
+    record: &[u8],
+    layout: &Layout,
+    (found, cells): (&mut Vec<(u64, usize)>, &mut Vec<Cell>),
+) -> Result<bool, String> {
+    if header(record, layout, found)?.is_none() {
+        return Ok(false);
     }
     cells.clear();
     cells.extend(layout.fields.iter().map(|f| match f {
-        Some((f, real)) => get(*f, *real),
+        Some((f, real)) => cell(record, found, *f, *real),
         None => Cell::Null,
+    }));
+    Ok(true)
+}
+
+/// Appends the row's rowid and the fields `layout` wants from `record` to `out`, as owned
+/// values; false (and nothing appended) when the row does not pass the filter.
+fn decode_into(
+    (rowid, record): (i64, &[u8]),
+    layout: &Layout,
+    found: &mut Vec<(u64, usize)>,
+    out: &mut Vec<SqlValue>,
+) -> Result<bool, String> {
+    if header(record, layout, found)?.is_none() {
+        return Ok(false);
+    }
+    out.push(SqlValue::Integer(rowid));
+    out.extend(layout.fields.iter().map(|f| match f {
+        None => SqlValue::Null,
+        Some((f, real)) => match cell(record, found, *f, *real) {
+            Cell::Null => SqlValue::Null,
+            Cell::Int(v) => SqlValue::Integer(v),
+            Cell::Real(v) => SqlValue::Real(v),
+            Cell::Text(at, n) => SqlValue::from(ValueRef::Text(&record[at..at + n])),
+            Cell::Blob(at, n) => SqlValue::Blob(record[at..at + n].to_vec()),
+        },
     }));
     Ok(true)
 }
@@ -611,7 +688,6 @@ fn decode(
 mod tests {
     use super::*;
     use crate::db::Schema;
-    use rusqlite::types::Value as SqlValue;
 
     fn owned(v: ValueRef) -> SqlValue {
         SqlValue::from(v)

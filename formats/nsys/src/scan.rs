@@ -59,6 +59,9 @@ pub enum ScanRows<'s> {
         table: String,
         doing: String,
         last: i64,
+        /// A plain scan, whose rowids must rise (a damaged b-tree may give them out of order,
+        /// which the readers that reorder rows by rowid cannot take).
+        plain: bool,
     },
     Pages(Box<PageScan>),
 }
@@ -127,7 +130,8 @@ impl<'s> ScanRows<'s> {
             rows,
             table: table.to_string(),
             doing: doing.to_string(),
-            last: 0,
+            last: i64::MIN,
+            plain: spec.is_some(),
         })
     }
 
@@ -139,6 +143,21 @@ impl<'s> ScanRows<'s> {
         }
     }
 
+    /// Appends the next row's cells to `out` as owned values; false at the end.
+    pub fn next_into(&mut self, out: &mut Vec<SqlValue>) -> Result<bool> {
+        if let ScanRows::Pages(scan) = self {
+            return scan.next_into(out);
+        }
+        let columns = self.columns();
+        match self.next()? {
+            Some(row) => {
+                out.extend((0..columns).map(|i| row.value(i)));
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     pub fn next(&mut self) -> Result<Option<ScanRow<'_>>> {
         match self {
             ScanRows::Sql {
@@ -146,9 +165,18 @@ impl<'s> ScanRows<'s> {
                 table,
                 doing,
                 last,
+                plain,
             } => match rows.next() {
                 Ok(Some(row)) => {
                     if let Ok(ValueRef::Integer(r)) = row.get_ref(0) {
+                        if *plain && r <= *last {
+                            let at = Location::Row {
+                                table: table.clone(),
+                                rowid: r,
+                            };
+                            let why = format!("{doing}: the database is damaged: rowid {r} is out of order; nsys exports can be checked with `sqlite3 FILE 'PRAGMA integrity_check'`");
+                            return Err(tracex_ir::Error::invalid(at, why));
+                        }
                         *last = r;
                     }
                     Ok(Some(ScanRow::Sql(row)))
@@ -157,7 +185,7 @@ impl<'s> ScanRows<'s> {
                 Err(e) => {
                     let at = Location::Row {
                         table: table.clone(),
-                        rowid: *last,
+                        rowid: (*last).max(0),
                     };
                     Err(sqlite_error(at, doing, e))
                 }
