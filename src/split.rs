@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 use rustc_hash::{FxHashMap, FxHashSet};
 use tracex_ir::defs::set_arg;
-use tracex_ir::format::{Format, Options};
+use tracex_ir::format::{ExportSink, Format, Options};
 use tracex_ir::io::OutputTarget;
 use tracex_ir::{
     CounterId, CounterValue, Defs, Diagnostics, Event, FlowId, FlowRole, Location, Result, Sample,
@@ -110,7 +110,7 @@ impl Marks {
 }
 
 struct Chunk {
-    sink: Box<dyn Sink>,
+    sink: ExportSink,
     /// Where it ends (exclusive): known in advance by duration, set at the cut by size.
     end: Option<i64>,
     events: u64,
@@ -233,7 +233,7 @@ impl<'a> Splitter<'a> {
             self.forward(defs, diag, e)?;
         }
         let mut chunk = self.chunk.take().expect("open");
-        chunk.sink.finish(defs, diag)?;
+        chunk.sink.sink().finish(defs, diag)?;
         self.events += chunk.events;
         self.units += chunk.units;
         self.bytes += self
@@ -284,7 +284,7 @@ impl<'a> Splitter<'a> {
         }
         let chunk = self.chunk.as_mut().expect("open chunk");
         chunk.events += 1;
-        chunk.sink.event(defs, diag, e)
+        chunk.sink.sink().event(defs, diag, e)
     }
 
     /// Marks a part of a cut slice; the original times are those of the whole slice.

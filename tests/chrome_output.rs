@@ -461,3 +461,42 @@ fn kineto_names_for_cupti_gpu_work() {
         assert_eq!((&f["pid"], &f["tid"]), (&k["pid"], &k["tid"]));
     }
 }
+
+/// Chrome JSON and Perfetto exporters run on a thread of their own, fed the definitions as
+/// they change (`ir/src/threaded.rs`): every real trace must give the bytes it gives with the
+/// exporter on the importing thread (`TRACEX_EXPORT_THREAD=0`), including traces that name
+/// processes and threads, intern strings and define stacks between events.
+#[test]
+fn the_export_thread_writes_what_the_importing_thread_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs = Vec::new();
+    for sub in ["chrome", "nsys", "perfetto", "otf2", "cupti"] {
+        inputs.extend(corpus_files(sub));
+    }
+    inputs.retain(|p| p.is_file() && !p.to_string_lossy().ends_with(".md"));
+    let mut compared = 0;
+    for input in &inputs {
+        for ext in ["json", "pftrace"] {
+            let out = |thread: bool| {
+                let path = dir.path().join(format!("out-{thread}.{ext}"));
+                let o = tracex()
+                    .env("TRACEX_EXPORT_THREAD", if thread { "1" } else { "0" })
+                    .args(["convert", "-f"])
+                    .arg(input)
+                    .arg(&path)
+                    .output()
+                    .unwrap();
+                o.status.success().then(|| std::fs::read(&path).unwrap())
+            };
+            let (threaded, here) = (out(true), out(false));
+            assert!(
+                threaded == here,
+                "{} -> {ext}: the export thread wrote something else",
+                input.display()
+            );
+            compared += usize::from(threaded.is_some());
+        }
+    }
+    eprintln!("export thread: {compared} outputs byte-identical to the importing thread's");
+    assert!(inputs.is_empty() || compared > 40);
+}

@@ -28,6 +28,18 @@ pub struct Defs {
     /// Every flow id handed out, so that ids kept from an input stay unique.
     used_flows: IdSet,
     global_track: Option<TrackId>,
+    /// What changed in place, for copies kept on other threads ([`crate::mirror`]).
+    pub(crate) changes: Changes,
+}
+
+/// The definitions changed in place (not appended) so far, in order: processes, threads and
+/// tracks handed out by `*_mut`, and `set_meta` calls. Append-only; a reader keeps its place.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Changes {
+    pub processes: Vec<u32>,
+    pub threads: Vec<u32>,
+    pub tracks: Vec<u32>,
+    pub meta: u64,
 }
 
 impl Defs {
@@ -57,6 +69,7 @@ impl Defs {
     }
 
     pub fn process_mut(&mut self, id: ProcessId) -> &mut Process {
+        self.changes.processes.push(id.0);
         &mut self.processes[id.index()]
     }
 
@@ -93,6 +106,7 @@ impl Defs {
     }
 
     pub fn thread_mut(&mut self, id: ThreadId) -> &mut Thread {
+        self.changes.threads.push(id.0);
         &mut self.threads[id.index()]
     }
 
@@ -106,6 +120,7 @@ impl Defs {
     }
 
     pub fn track_mut(&mut self, id: TrackId) -> &mut Track {
+        self.changes.tracks.push(id.0);
         &mut self.tracks[id.index()]
     }
 
@@ -123,6 +138,15 @@ impl Defs {
             id = of;
         }
         id
+    }
+
+    /// The trace-wide track, if made.
+    pub(crate) fn global_track_id(&self) -> Option<TrackId> {
+        self.global_track
+    }
+
+    pub(crate) fn set_global_track_id(&mut self, t: Option<TrackId>) {
+        self.global_track = t;
     }
 
     /// The one trace-wide track, for global instants.
@@ -201,6 +225,7 @@ impl Defs {
     /// Adds or replaces a trace metadata entry.
     pub fn set_meta(&mut self, key: &str, value: Value) {
         let key = self.intern(key);
+        self.changes.meta += 1;
         set_arg(&mut self.meta, key, value);
     }
 

@@ -56,7 +56,25 @@ pub struct Import {
 
 pub type ImportFn = fn(&mut dyn Source, &Options, &mut ImportCtx) -> Result<()>;
 pub type SelectActivityFn = fn(&[String], &mut Options) -> std::result::Result<(), String>;
-pub type ExportFn = fn(&OutputTarget, &Options) -> Result<Box<dyn Sink>>;
+pub type ExportFn = fn(&OutputTarget, &Options) -> Result<ExportSink>;
+
+/// An exporter, as its format makes it.
+pub enum ExportSink {
+    /// One whose state may move to another thread: a conversion runs it on a thread of its own
+    /// ([`crate::threaded`]), so that it formats and writes while the importer reads.
+    Movable(Box<dyn Sink + Send>),
+    /// One that must stay on the thread that made it (libotf2's writers).
+    Bound(Box<dyn Sink>),
+}
+
+impl ExportSink {
+    pub fn sink(&mut self) -> &mut dyn Sink {
+        match self {
+            ExportSink::Movable(s) => &mut **s,
+            ExportSink::Bound(s) => &mut **s,
+        }
+    }
+}
 
 /// How a format is written.
 pub struct Export {

@@ -32,6 +32,7 @@ pub mod idset;
 pub mod io;
 pub mod kind;
 pub mod mem;
+pub mod mirror;
 pub mod model;
 pub mod nest;
 pub mod order;
@@ -40,6 +41,7 @@ pub mod sink;
 pub mod sniff;
 pub mod stack;
 pub mod strings;
+pub mod threaded;
 pub mod time;
 pub mod track;
 

@@ -18,6 +18,8 @@ pub struct StackTable {
     frames: IndexSet<Frame, FxBuildHasher>,
     nodes: Vec<Option<StackNode>>,
     index: FxHashMap<StackNode, StackId>,
+    /// Reserved nodes defined so far, in order (for copies kept on other threads).
+    defined: Vec<u32>,
 }
 
 impl StackTable {
@@ -66,6 +68,33 @@ impl StackTable {
     /// Defines a reserved node. Reserved nodes are not shared with interned ones.
     pub fn define(&mut self, id: StackId, parent: Option<StackId>, frame: FrameId) {
         self.nodes[id.index()] = Some(StackNode { parent, frame });
+        self.defined.push(id.0);
+    }
+
+    /// Frames from number `from` on.
+    pub(crate) fn frames_from(&self, from: usize) -> impl Iterator<Item = Frame> + '_ {
+        self.frames.iter().skip(from).copied()
+    }
+
+    /// Nodes from number `from` on, reserved ones as `None`.
+    pub(crate) fn nodes_from(&self, from: usize) -> &[Option<StackNode>] {
+        self.nodes.get(from..).unwrap_or(&[])
+    }
+
+    /// Reserved nodes defined, in order.
+    pub(crate) fn defined(&self) -> &[u32] {
+        &self.defined
+    }
+
+    /// Sets node `id` of a copy as the original has it (appending when `id` is the next one).
+    /// The copy is only read: its index for sharing prefixes is left alone.
+    pub(crate) fn set_copied(&mut self, id: u32, node: Option<StackNode>) {
+        let i = id as usize;
+        if i == self.nodes.len() {
+            self.nodes.push(node);
+        } else {
+            self.nodes[i] = node;
+        }
     }
 
     /// The node, or `None` if it was reserved and never defined.

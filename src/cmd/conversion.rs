@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use tracex_ir::format::Format;
+use tracex_ir::format::{ExportSink, Format};
 use tracex_ir::io::OutputTarget;
 
+use tracex_ir::threaded::Threaded;
 use tracex_ir::{Defs, Sink};
 
 use super::report::{Counting, InputReport, OutputReport, Report};
@@ -42,6 +43,12 @@ pub fn output_format(out: &str, to: Option<&str>) -> anyhow::Result<&'static For
             names()
         )
     })
+}
+
+/// Whether an exporter that can runs on a thread of its own (`TRACEX_EXPORT_THREAD=0`: on the
+/// importing thread, to compare the two).
+fn export_thread() -> bool {
+    std::env::var_os("TRACEX_EXPORT_THREAD").is_none_or(|v| v != "0")
 }
 
 /// Whether `path` lies inside the directory `dir`.
@@ -112,10 +119,20 @@ pub fn convert_one(
             Some((export.create)(&target, &opts).with_context(|| format!("cannot create {out}"))?)
         }
     };
-    let (diag, counts) = {
+    let (diag, counts) = std::thread::scope(|scope| -> anyhow::Result<_> {
+        let mut threaded;
+        let on_thread = export_thread();
         let sink: &mut dyn Sink = match (&mut splitter, &mut single) {
             (Some(s), _) => s,
-            (None, Some(s)) => &mut **s,
+            // the exporter formats and writes on a thread of its own while the input is read
+            (None, Some(ExportSink::Movable(s))) => match on_thread {
+                true => {
+                    threaded = Threaded::spawn(scope, &mut **s).with_context(failed)?;
+                    &mut threaded
+                }
+                false => &mut **s,
+            },
+            (None, Some(ExportSink::Bound(s))) => &mut **s,
             (None, None) => unreachable!("a sink was made above"),
         };
         let mut counting = Counting::new(sink);
@@ -129,8 +146,8 @@ pub fn convert_one(
             quiet,
         )
         .with_context(failed)?;
-        (diag, counting.counts())
-    };
+        Ok((diag, counting.counts()))
+    })?;
     let files = match (&splitter, &target) {
         (Some(s), _) => s.outputs().to_vec(),
         (None, OutputTarget::Path(p)) => (export.paths)(p),

@@ -1,8 +1,8 @@
 //! The SVG flame graph descriptor: its names and how to write it.
 
-use tracex_ir::format::{one_file, Export, Format, Options};
+use tracex_ir::format::{one_file, Export, ExportSink, Format, Options};
 use tracex_ir::io::OutputTarget;
-use tracex_ir::{Result, Sink};
+use tracex_ir::Result;
 
 use crate::export::Exporter;
 use crate::options::ExportOptions;
@@ -25,10 +25,10 @@ pub static FORMAT: Format = Format {
     }),
 };
 
-fn export(target: &OutputTarget, opts: &Options) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(Exporter::create(
+fn export(target: &OutputTarget, opts: &Options) -> Result<ExportSink> {
+    Ok(ExportSink::Movable(Box::new(Exporter::create(
         target,
         &opts.get::<tracex_folded::ExportOptions>(),
         &opts.get::<ExportOptions>(),
-    )?))
+    )?)))
 }

@@ -1,8 +1,8 @@
 //! The folded stacks descriptor: its names, how to recognise, read and write it.
 
-use tracex_ir::format::{one_file, Export, Format, Import, InputKind, Options, Source};
+use tracex_ir::format::{one_file, Export, ExportSink, Format, Import, InputKind, Options, Source};
 use tracex_ir::io::OutputTarget;
-use tracex_ir::{EventOrder, ImportCtx, Result, Sink};
+use tracex_ir::{EventOrder, ImportCtx, Result};
 
 use crate::export::Exporter;
 use crate::options::{ExportOptions, ImportOptions};
@@ -37,9 +37,9 @@ fn import(source: &mut dyn Source, opts: &Options, ctx: &mut ImportCtx) -> Resul
     crate::import::import(source.reader()?, &opts.get::<ImportOptions>(), ctx)
 }
 
-fn export(target: &OutputTarget, opts: &Options) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(Exporter::create(
+fn export(target: &OutputTarget, opts: &Options) -> Result<ExportSink> {
+    Ok(ExportSink::Movable(Box::new(Exporter::create(
         target,
         &opts.get::<ExportOptions>(),
-    )?))
+    )?)))
 }

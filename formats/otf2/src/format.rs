@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use tracex_ir::format::{Export, Format, Import, InputKind, Options, Source};
+use tracex_ir::format::{Export, ExportSink, Format, Import, InputKind, Options, Source};
 use tracex_ir::io::OutputTarget;
-use tracex_ir::{Error, EventOrder, ImportCtx, Result, Sink};
+use tracex_ir::{Error, EventOrder, ImportCtx, Result};
 
 use crate::export::output::Layout;
 use crate::export::Exporter;
@@ -52,11 +52,11 @@ fn import(source: &mut dyn Source, opts: &Options, ctx: &mut ImportCtx) -> Resul
     crate::import::import(path, &opts.get::<ImportOptions>(), ctx)
 }
 
-fn export(target: &OutputTarget, opts: &Options) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(Exporter::create(
+fn export(target: &OutputTarget, opts: &Options) -> Result<ExportSink> {
+    Ok(ExportSink::Bound(Box::new(Exporter::create(
         target,
         &opts.get::<ExportOptions>(),
-    )?))
+    )?)))
 }
 
 /// The paths an output occupies: `X.otf2` writes `X.otf2`, `X.def` and `X/`; another name is a
