@@ -15,7 +15,7 @@ use crate::enums::Enum;
 use crate::importer::Importer;
 use crate::options::Activity;
 use crate::plan::{order_by, range_order, CpuPlan, Kind, Query, Setup, StreamDef};
-use crate::scan::{Filter, ScanSpec};
+use crate::scan::{count_where, Filter, ScanSpec};
 use crate::stacks::Chain;
 
 /// Columns every CPU table is read by, not shown as arguments.
@@ -82,7 +82,10 @@ pub fn cuda_api_plan(setup: &mut Setup, imp: &mut Importer) -> Result<bool> {
     };
     let has_class = t.has("eventClass");
     let backtraces = if has_class {
-        rows_where(setup.conn, &t, &format!("{} = 67", t.col("eventClass")))?
+        match count_where(setup.conn, &t, ("eventClass", Filter::In(vec![67])))? {
+            Some(counted) => counted,
+            None => rows_where(setup.conn, &t, &format!("{} = 67", t.col("eventClass")))?,
+        }
     } else {
         (0, 0)
     };

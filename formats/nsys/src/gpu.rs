@@ -234,15 +234,17 @@ fn add_args(
     c: &mut Cols,
     args: &mut Args,
     defs: &mut Defs,
-    keys: &[(&'static str, Option<Enum>)],
+    keys: &'static [(&'static str, Option<Enum>)],
 ) {
-    for &(key, e) in keys {
+    let table = imp.key_table(defs, keys);
+    for (i, &(_, e)) in keys.iter().enumerate() {
         let how = match e {
             Some(e) => How::Enum(e),
             None => How::Raw,
         };
-        if let Some(v) = imp.arg_value(c, how) {
-            imp.arg(defs, args, key, v);
+        if let Some(value) = imp.arg_value(c, how) {
+            let key = imp.key_in(table, i);
+            args.push(Arg { key, value });
         }
     }
 }

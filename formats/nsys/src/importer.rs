@@ -70,6 +70,10 @@ pub struct Importer<'c> {
     /// Arg keys interned on first use, by the address of the static text (cheaper to hash
     /// than the text, and looked up for every argument of every row).
     arg_keys: FxHashMap<usize, StrId>,
+    /// Tables of arg keys read together (a kernel's sixteen), interned on first use and found
+    /// by the address and length of the static table: one look-up per row, not per argument.
+    key_tables: FxHashMap<(usize, usize), u32>,
+    tables: Vec<Box<[StrId]>>,
 }
 
 impl<'c> Importer<'c> {
@@ -90,6 +94,8 @@ impl<'c> Importer<'c> {
             keys: Keys::new(defs),
             colors: FxHashMap::default(),
             arg_keys: FxHashMap::default(),
+            key_tables: FxHashMap::default(),
+            tables: Vec::new(),
         }
     }
 
@@ -122,6 +128,24 @@ impl<'c> Importer<'c> {
             .arg_keys
             .entry(k.as_ptr() as usize)
             .or_insert_with(|| defs.intern(k))
+    }
+
+    /// The number of the interned table of `keys`' names, for [`Importer::key_in`].
+    pub fn key_table<T>(&mut self, defs: &mut Defs, keys: &'static [(&'static str, T)]) -> u32 {
+        let at = (keys.as_ptr() as usize, keys.len());
+        if let Some(&n) = self.key_tables.get(&at) {
+            return n;
+        }
+        let ids: Box<[StrId]> = keys.iter().map(|(k, _)| self.key(defs, k)).collect();
+        self.tables.push(ids);
+        let n = self.tables.len() as u32 - 1;
+        self.key_tables.insert(at, n);
+        n
+    }
+
+    /// Key `i` of table `table`.
+    pub fn key_in(&self, table: u32, i: usize) -> StrId {
+        self.tables[table as usize][i]
     }
 
     pub fn arg(&mut self, defs: &mut Defs, args: &mut Args, k: &'static str, value: Value) {

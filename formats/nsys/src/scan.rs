@@ -52,6 +52,25 @@ impl ScanSpec {
     }
 }
 
+/// How many rows of `table` pass `filter` on `column`, and the rowid of the first: from the
+/// file's pages when the table allows, else `None` (the caller asks SQLite).
+pub fn count_where(
+    conn: &Connection,
+    table: &Table,
+    (column, filter): (&str, Filter),
+) -> Result<Option<(u64, i64)>> {
+    let spec = ScanSpec::new(table, &[]).filtered(column, filter);
+    let Some(mut scan) = spec.pages(conn) else {
+        return Ok(None);
+    };
+    let (mut n, mut first) = (0u64, None);
+    while let Some(row) = scan.next()? {
+        first.get_or_insert(row.rowid);
+        n += 1;
+    }
+    Ok(Some((n, first.unwrap_or(0))))
+}
+
 /// The rows of one query.
 pub enum ScanRows<'s> {
     Sql {
