@@ -447,6 +447,24 @@ impl<W: io::Write + Send + 'static> BackgroundWriter<W> {
     fn send(&mut self) -> io::Result<()> {
         let next = (self.spent.try_recv()).unwrap_or_else(|_| Vec::with_capacity(CHUNK));
         let chunk = std::mem::replace(&mut self.buf, next);
+        self.send_chunk(chunk)
+    }
+
+    /// Hands `data` to the thread as it is, without copying it, when nothing is buffered and
+    /// it is big enough to be a chunk of its own; `data` comes back empty (with the capacity of
+    /// a written chunk when there is one). Otherwise it is written as [`io::Write::write_all`].
+    pub fn hand_over(&mut self, data: &mut Vec<u8>) -> io::Result<()> {
+        if !self.buf.is_empty() || data.len() < CHUNK / 2 {
+            io::Write::write_all(self, data)?;
+            data.clear();
+            return Ok(());
+        }
+        let next = (self.spent.try_recv()).unwrap_or_else(|_| Vec::with_capacity(data.len()));
+        let chunk = std::mem::replace(data, next);
+        self.send_chunk(chunk)
+    }
+
+    fn send_chunk(&mut self, chunk: Vec<u8>) -> io::Result<()> {
         let sent = self
             .tx
             .as_ref()
@@ -510,6 +528,29 @@ mod background_tests {
         let v = w.finish().unwrap();
         assert_eq!(v.len(), 1_200_000);
         assert_eq!(&v[4..8], &1u32.to_le_bytes());
+    }
+
+    /// Buffers handed over whole and bytes written in between come out in order.
+    #[test]
+    fn handed_over_buffers_keep_their_place() {
+        let mut w = BackgroundWriter::new(Vec::new());
+        let mut want = Vec::new();
+        let mut buf = Vec::new();
+        for round in 0..40u32 {
+            let n = if round % 3 == 0 {
+                10
+            } else {
+                CHUNK - 5 + round as usize
+            };
+            buf.extend((0..n).map(|i| (i as u32 ^ round) as u8));
+            want.extend_from_slice(&buf);
+            w.hand_over(&mut buf).unwrap();
+            assert!(buf.is_empty());
+            let small = [round as u8; 7];
+            want.extend_from_slice(&small);
+            w.write_all(&small).unwrap();
+        }
+        assert!(w.finish().unwrap() == want);
     }
 
     struct Failing;

@@ -28,6 +28,14 @@ impl Out {
         })
     }
 
+    /// Writes `buf` and leaves it empty, handing it over without a copy where it can.
+    pub fn hand_over(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
+        match self {
+            Out::Plain(w) => w.hand_over(buf),
+            Out::Gz(w) => w.hand_over(buf),
+        }
+    }
+
     pub fn commit(self) -> io::Result<()> {
         match self {
             Out::Plain(w) => w.finish()?.commit(),
