@@ -382,11 +382,14 @@ fn merge(
         let event = match (from_stream, dec.next_deferred()) {
             (None, None) => break,
             (Some((k, i)), d) if d.is_none_or(|dk| k < dk) => {
-                heap.pop();
                 let head = heads[i].take().expect("a queued stream has a head");
                 let next = next_head(dec, &defs[i], &mut cursors[i], &mut last_rowid[i], i, ctx)?;
-                if let Some(h) = &next {
-                    heap.push(Reverse((h.key, i)));
+                // the stream's next head takes its place at the top: one sift, not a pop and a
+                // push (the heap was 7% of the merge's thread)
+                match (&next, heap.peek_mut()) {
+                    (Some(h), Some(mut top)) => *top = Reverse((h.key, i)),
+                    (None, Some(top)) => drop(std::collections::binary_heap::PeekMut::pop(top)),
+                    (_, None) => unreachable!("the stream was on the heap"),
                 }
                 heads[i] = next;
                 match dec.on_emit(head.event, head.hook, ctx.defs, ctx.diag) {
