@@ -275,6 +275,10 @@ enum Cell {
     Blob(usize, usize),
 }
 
+/// A leaf cell's rowid and where its record is: in the leaf (offset, length), or (`None`)
+/// gathered from overflow pages.
+type CellAt = (i64, Option<(usize, usize)>);
+
 /// A row of a page scan: the rowid and the selected cells.
 pub struct PageRow<'a> {
     pub rowid: i64,
@@ -442,21 +446,28 @@ impl PageScan {
         Ok(false)
     }
 
+    /// The next cell of the table: its rowid and where its record is ([`PageScan::read_cell`]).
+    fn next_cell(&mut self) -> tracex_ir::Result<Option<CellAt>> {
+        while self.next >= self.leaf_cells {
+            match self.next_leaf() {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                Err(e) => return Err(self.damaged(e, 0)),
+            }
+        }
+        let cell = self.next;
+        self.next += 1;
+        match self.read_cell(cell) {
+            Ok(r) => Ok(Some(r)),
+            Err(e) => Err(self.damaged(e, 0)),
+        }
+    }
+
     /// The next row that passes the filter, or `None` at the end of the table.
     pub fn next(&mut self) -> tracex_ir::Result<Option<PageRow<'_>>> {
         let (rowid, inline) = loop {
-            while self.next >= self.leaf_cells {
-                match self.next_leaf() {
-                    Ok(true) => {}
-                    Ok(false) => return Ok(None),
-                    Err(e) => return Err(self.damaged(e, 0)),
-                }
-            }
-            let cell = self.next;
-            self.next += 1;
-            let (rowid, inline) = match self.read_cell(cell) {
-                Ok(r) => r,
-                Err(e) => return Err(self.damaged(e, 0)),
+            let Some((rowid, inline)) = self.next_cell()? else {
+                return Ok(None);
             };
             let record = match inline {
                 Some((at, len)) => &self.leaf.bytes[at..at + len],
@@ -480,18 +491,8 @@ impl PageScan {
     /// borrowed form in between, for the readers that hand rows on as owned values.
     pub fn next_into(&mut self, out: &mut Vec<SqlValue>) -> tracex_ir::Result<bool> {
         loop {
-            while self.next >= self.leaf_cells {
-                match self.next_leaf() {
-                    Ok(true) => {}
-                    Ok(false) => return Ok(false),
-                    Err(e) => return Err(self.damaged(e, 0)),
-                }
-            }
-            let cell = self.next;
-            self.next += 1;
-            let (rowid, inline) = match self.read_cell(cell) {
-                Ok(r) => r,
-                Err(e) => return Err(self.damaged(e, 0)),
+            let Some((rowid, inline)) = self.next_cell()? else {
+                return Ok(false);
             };
             let record = match inline {
                 Some((at, len)) => &self.leaf.bytes[at..at + len],
@@ -515,7 +516,7 @@ impl PageScan {
 
     /// The rowid of leaf cell `i` and where its record is: in the leaf (offset, length), or
     /// (`None`) gathered into `spilled` from the overflow pages.
-    fn read_cell(&mut self, i: usize) -> Result<(i64, Option<(usize, usize)>), String> {
+    fn read_cell(&mut self, i: usize) -> Result<CellAt, String> {
         let leaf = &self.leaf;
         let at = leaf.cell(i)?;
         let b = &leaf.bytes;
