@@ -44,6 +44,7 @@ pub mod strings;
 pub mod threaded;
 pub mod time;
 pub mod track;
+pub mod trackmap;
 
 pub use defs::Defs;
 pub use diag::{DiagKind, Diagnostics, Location, Severity};

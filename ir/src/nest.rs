@@ -13,6 +13,7 @@ use crate::event::{Event, FlowBind};
 use crate::model::{Track, TrackId, TrackKind};
 use crate::sink::Stage;
 use crate::time::Ts;
+use crate::trackmap::TrackMap;
 
 /// Open slice ends on each lane of one track: `lanes[0]` is the track itself.
 #[derive(Default)]
@@ -64,7 +65,7 @@ impl OverflowTracks {
 
 pub struct OverlapRouter<S> {
     inner: S,
-    tracks: FxHashMap<TrackId, Lanes>,
+    tracks: TrackMap<Lanes>,
     overflow: OverflowTracks,
     slices: u64,
 }
@@ -73,7 +74,7 @@ impl<S: Stage> OverlapRouter<S> {
     pub fn new(inner: S) -> Self {
         OverlapRouter {
             inner,
-            tracks: FxHashMap::default(),
+            tracks: TrackMap::default(),
             overflow: OverflowTracks::default(),
             slices: 0,
         }
@@ -93,7 +94,7 @@ impl<S: Stage> Stage for OverlapRouter<S> {
             if matches!(kind, TrackKind::Process | TrackKind::Global) {
                 return self.inner.push(defs, diag, event);
             }
-            let lanes = self.tracks.entry(s.track).or_insert_with(|| Lanes {
+            let lanes = self.tracks.get_or_insert_with(s.track, || Lanes {
                 lanes: Vec::new(),
                 last_ts: i64::MIN,
             });
@@ -151,7 +152,7 @@ impl<S: Stage> Stage for OverlapRouter<S> {
 pub struct FlowBinder<S> {
     inner: S,
     /// Per strict root track, the slices that may still contain a point: (start, end, track).
-    open: FxHashMap<TrackId, Vec<(Ts, Ts, TrackId)>>,
+    open: TrackMap<Vec<(Ts, Ts, TrackId)>>,
     /// Events held in stream order behind a point waiting for its next slice; `true` marks
     /// such a waiting point.
     held: VecDeque<(Event, bool)>,
@@ -168,7 +169,7 @@ impl<S: Stage> FlowBinder<S> {
     pub fn new(inner: S) -> Self {
         FlowBinder {
             inner,
-            open: FxHashMap::default(),
+            open: TrackMap::default(),
             held: VecDeque::new(),
             popped: 0,
             waiting: FxHashMap::default(),
@@ -236,7 +237,7 @@ impl<S: Stage> Stage for FlowBinder<S> {
             Event::Slice(s) => {
                 let root = defs.root_track(s.track);
                 if defs.track(root).is_strict() {
-                    let open = self.open.entry(root).or_default();
+                    let open = self.open.get_or_default(root);
                     // slices ended before this one starts can contain no later point
                     open.retain(|&(_, end, _)| end >= s.ts);
                     open.push((s.ts, s.end_or(i64::MAX), s.track));
@@ -246,7 +247,7 @@ impl<S: Stage> Stage for FlowBinder<S> {
             }
             Event::Flow(f) if f.bind == FlowBind::Enclosing => {
                 let root = defs.root_track(f.track);
-                if let Some(open) = self.open.get(&root) {
+                if let Some(open) = self.open.get(root) {
                     let bound = open
                         .iter()
                         .rev()
@@ -287,13 +288,13 @@ impl<S: Stage> Stage for FlowBinder<S> {
 /// track only the slices still open (at most the nesting depth), each with a value of the
 /// sink's (whether the filter kept it, a GPU duration).
 pub struct BoundSlices<T> {
-    open: FxHashMap<TrackId, Vec<(Ts, T)>>,
+    open: TrackMap<Vec<(Ts, T)>>,
 }
 
 impl<T> Default for BoundSlices<T> {
     fn default() -> Self {
         BoundSlices {
-            open: FxHashMap::default(),
+            open: TrackMap::default(),
         }
     }
 }
@@ -301,7 +302,7 @@ impl<T> Default for BoundSlices<T> {
 impl<T> BoundSlices<T> {
     /// A slice `[start, end]` on `track` (`end` `i64::MAX` for one that never ended).
     pub fn open(&mut self, track: TrackId, start: Ts, end: Ts, value: T) {
-        let open = self.open.entry(track).or_default();
+        let open = self.open.get_or_default(track);
         while open.last().is_some_and(|&(e, _)| e < start) {
             open.pop();
         }
@@ -311,7 +312,7 @@ impl<T> BoundSlices<T> {
     /// The value of the slice a point at `ts` on `track` (bound to its enclosing slice) is bound
     /// to, if one is open there.
     pub fn bound(&mut self, track: TrackId, ts: Ts) -> Option<&mut T> {
-        let open = self.open.get_mut(&track)?;
+        let open = self.open.get_mut(track)?;
         while open.last().is_some_and(|&(e, _)| e < ts) {
             open.pop();
         }

@@ -5,6 +5,7 @@
 //! a re-import restores the original exactly.
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use tracex_ir::trackmap::TrackMap;
 use tracex_ir::{Defs, ProcessId, ProcessKind, StrId, TrackId, TrackKind};
 
 use super::events::Events;
@@ -19,7 +20,7 @@ pub struct Ids {
     pids: FxHashMap<ProcessId, i64>,
     used_pids: FxHashSet<i64>,
     next_pid: i64,
-    tids: FxHashMap<TrackId, (i64, i64)>,
+    tids: TrackMap<(i64, i64)>,
     used_tids: FxHashSet<(i64, i64)>,
     next_tid: i64,
     global_pid: Option<i64>,
@@ -90,7 +91,7 @@ impl Ids {
 
     /// Whether tracex gave the track an id (it was written).
     pub fn has_track(&self, t: TrackId) -> bool {
-        self.tids.contains_key(&t)
+        self.tids.contains(t)
     }
 
     pub fn has_process(&self, p: ProcessId) -> bool {
@@ -104,11 +105,11 @@ impl Ids {
             .iter()
             .filter(|(t, _)| {
                 matches!(
-                    defs.track(**t).kind,
+                    defs.track(*t).kind,
                     TrackKind::GpuStream { .. } | TrackKind::Overflow { .. }
                 )
             })
-            .map(|(t, ids)| (*t, *ids))
+            .map(|(t, ids)| (t, *ids))
             .collect();
         v.sort();
         v
@@ -159,7 +160,7 @@ impl Ids {
     /// The exported (pid, tid) of a track; writes name records with identities on first use
     /// where needed.
     pub fn ids(&mut self, defs: &Defs, ev: &mut Events, track: TrackId) -> (i64, i64) {
-        if let Some(&x) = self.tids.get(&track) {
+        if let Some(&x) = self.tids.get(track) {
             return x;
         }
         let t = defs.track(track);
