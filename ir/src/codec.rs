@@ -70,6 +70,10 @@ fn put_args(out: &mut Vec<u8>, args: &Args) {
                 out.push(7);
                 put_bytes(out, s.as_bytes());
             }
+            Value::Sym(s) => {
+                out.push(8);
+                put_u64(out, s.0 as u64);
+            }
         }
     }
 }
@@ -249,6 +253,7 @@ impl<'a> Decoder<'a> {
                 5 => Value::Float(self.f64()?),
                 6 => Value::Str(self.text()?),
                 7 => Value::Json(self.text()?),
+                8 => Value::Sym(StrId(self.u32()?)),
                 _ => return Err(corrupt()),
             };
             args.push(Arg { key, value });
@@ -355,6 +360,10 @@ mod tests {
             Arg {
                 key: StrId(7),
                 value: Value::Json("[1,2]".into()),
+            },
+            Arg {
+                key: StrId(8),
+                value: Value::Sym(StrId(70_000)),
             },
         ];
         let events = vec![

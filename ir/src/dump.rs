@@ -42,7 +42,7 @@ pub fn quote(out: &mut String, s: &str) {
     out.push('"');
 }
 
-pub fn write_value(out: &mut String, v: &Value) {
+pub fn write_value(out: &mut String, defs: &Defs, v: &Value) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -54,6 +54,7 @@ pub fn write_value(out: &mut String, v: &Value) {
         }
         Value::Float(f) => out.push_str(ryu::Buffer::new().format(*f)),
         Value::Str(s) => quote(out, s),
+        Value::Sym(s) => quote(out, defs.str(*s)),
         Value::Json(j) => out.push_str(j),
     }
 }
@@ -89,7 +90,7 @@ impl Ctx<'_> {
             }
             quote(out, self.s(a.key));
             out.push(':');
-            write_value(out, &a.value);
+            write_value(out, self.defs, &a.value);
         }
         out.push('}');
     }
@@ -338,7 +339,7 @@ pub fn dump_with(defs: &Defs, events: &[Event], opts: &DumpOptions) -> String {
             let mut l = String::from("meta ");
             quote(&mut l, defs.str(a.key));
             l.push('=');
-            write_value(&mut l, &a.value);
+            write_value(&mut l, defs, &a.value);
             l
         })
         .collect();
@@ -354,7 +355,7 @@ pub fn dump_with(defs: &Defs, events: &[Event], opts: &DumpOptions) -> String {
             let mut l = format!("{head} meta ");
             quote(&mut l, defs.str(a.key));
             l.push('=');
-            write_value(&mut l, &a.value);
+            write_value(&mut l, defs, &a.value);
             into.push(l);
         }
     };

@@ -69,7 +69,8 @@ pub enum NamePriority {
     User,
 }
 
-/// A typed argument value. Strings are owned, not interned: values are often unique.
+/// A typed argument value. Strings are owned (`Str`: values are often unique) or, where an
+/// importer knows they repeat, interned (`Sym`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Null,
@@ -78,6 +79,10 @@ pub enum Value {
     UInt(u64),
     Float(f64),
     Str(Box<str>),
+    /// A string interned in `Defs`, the same to every reader as `Str` of its text: kernel names
+    /// and enumeration labels repeat on every event, so they are neither copied nor freed per
+    /// event, and exporters keep what they make of each (an escaped literal, an iid) by id.
+    Sym(StrId),
     /// A JSON object, array or out-of-range number, kept as its exact text.
     Json(Box<str>),
 }
@@ -85,6 +90,15 @@ pub enum Value {
 impl Value {
     pub fn str(s: impl Into<Box<str>>) -> Value {
         Value::Str(s.into())
+    }
+
+    /// The text of a string value (`Str` or `Sym`).
+    pub fn text<'a>(&'a self, defs: &'a crate::Defs) -> Option<&'a str> {
+        match self {
+            Value::Str(s) => Some(s),
+            Value::Sym(id) => Some(defs.str(*id)),
+            _ => None,
+        }
     }
 }
 

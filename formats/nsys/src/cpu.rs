@@ -247,8 +247,8 @@ pub fn decode_cuda_api(
         None | Some(0) => imp.keys().cat_runtime,
         Some(1) => imp.keys().cat_driver,
         Some(other) => {
-            let l = imp.label(Enum::EventClass, other);
-            imp.arg(defs, &mut args, "event_class", Value::str(l));
+            let l = imp.label(defs, Enum::EventClass, other);
+            imp.arg(defs, &mut args, "event_class", Value::Sym(l));
             imp.keys().cat_runtime
         }
     };
@@ -286,7 +286,7 @@ pub fn decode_cpu(
     let chain = c.opt_int("callchainId")?;
     let mut args = Args::with_capacity(plan.args.len());
     for &(key, how) in &plan.args {
-        if let Some(v) = imp.arg_value(&mut c, how) {
+        if let Some(v) = imp.arg_value(defs, &mut c, how) {
             args.push(tracex_ir::Arg { key, value: v });
         }
     }

@@ -183,9 +183,9 @@ pub fn decode_gpu(
             let ty = c.raw();
             let name = match &ty {
                 Some(Value::Int(t)) => {
-                    let label = imp.label(Enum::SyncType, *t);
-                    imp.arg(defs, &mut args, "sync_type", Value::str(label.clone()));
-                    defs.intern(&label)
+                    let label = imp.label(defs, Enum::SyncType, *t);
+                    imp.arg(defs, &mut args, "sync_type", Value::Sym(label));
+                    label
                 }
                 _ => defs.intern("Synchronization"),
             };
@@ -242,7 +242,7 @@ fn add_args(
             Some(e) => How::Enum(e),
             None => How::Raw,
         };
-        if let Some(value) = imp.arg_value(c, how) {
+        if let Some(value) = imp.arg_value(defs, c, how) {
             let key = imp.key_in(table, i);
             args.push(Arg { key, value });
         }
@@ -265,18 +265,16 @@ fn kernel_args(
     };
     if let (Some(Value::Int(d)), Some(Value::Int(s))) = (&demangled, &short) {
         if d != s {
-            if let Some(text) = imp.text(*d) {
-                if text != defs.str(name) {
-                    let v = Value::str(text);
-                    imp.arg(defs, args, "demangled_name", v);
+            if let Some(text) = imp.text_sym(defs, *d) {
+                if text != name {
+                    imp.arg(defs, args, "demangled_name", Value::Sym(text));
                 }
             }
         }
     }
     if let Some(Value::Int(m)) = mangled {
-        if let Some(text) = imp.text(m) {
-            let v = Value::str(text);
-            imp.arg(defs, args, "mangled_name", v);
+        if let Some(text) = imp.text_sym(defs, m) {
+            imp.arg(defs, args, "mangled_name", Value::Sym(text));
         }
     }
     for key in ["grid", "block", "cluster"] {
@@ -325,10 +323,9 @@ impl MemcpyNames {
         let kind = c.raw();
         let name = match &kind {
             Some(Value::Int(k)) => {
-                let label = imp.label(Enum::MemcpyOper, *k);
-                let v = Value::str(label.clone());
-                imp.arg(defs, args, "copy_kind", v);
-                self.name(defs, *k, &label)
+                let label = imp.label(defs, Enum::MemcpyOper, *k);
+                imp.arg(defs, args, "copy_kind", Value::Sym(label));
+                self.name(defs, *k, label)
             }
             _ => defs.intern("Memcpy"),
         };
@@ -363,7 +360,7 @@ impl MemcpyNames {
     }
 
     /// "Memcpy HtoD" style names, cached per copy kind.
-    fn name(&mut self, defs: &mut Defs, kind: i64, label: &str) -> StrId {
+    fn name(&mut self, defs: &mut Defs, kind: i64, label: StrId) -> StrId {
         if let Some(&n) = self.0.get(&kind) {
             return n;
         }
@@ -378,7 +375,7 @@ impl MemcpyNames {
             8 => "DtoD",
             9 => "HtoH",
             10 => "PtoP",
-            _ => label,
+            _ => defs.str(label),
         };
         let n = defs.intern(&format!("Memcpy {short}"));
         self.0.insert(kind, n);

@@ -74,6 +74,8 @@ pub struct Importer<'c> {
     /// by the address and length of the static table: one look-up per row, not per argument.
     key_tables: FxHashMap<(usize, usize), u32>,
     tables: Vec<Box<[StrId]>>,
+    /// Enumeration labels interned, by enumeration and value.
+    labels: FxHashMap<(Enum, i64), StrId>,
 }
 
 impl<'c> Importer<'c> {
@@ -96,6 +98,7 @@ impl<'c> Importer<'c> {
             arg_keys: FxHashMap::default(),
             key_tables: FxHashMap::default(),
             tables: Vec::new(),
+            labels: FxHashMap::default(),
         }
     }
 
@@ -158,6 +161,11 @@ impl<'c> Importer<'c> {
         self.strings.get(id)
     }
 
+    /// `StringIds` id `id` interned, for a value that repeats (a kernel's mangled name).
+    pub fn text_sym(&mut self, defs: &mut Defs, id: i64) -> Option<StrId> {
+        self.strings.intern(defs, id)
+    }
+
     /// A name from `StringIds`, or "[string N]" (counted) when the id is unknown.
     pub fn name(
         &mut self,
@@ -175,21 +183,24 @@ impl<'c> Importer<'c> {
         }
     }
 
-    /// The label of value `n` of enumeration `e`, or the number.
-    pub fn label(&self, e: Enum, n: i64) -> String {
-        self.enums.label_or_number(e, n)
+    /// The label of value `n` of enumeration `e`, or the number, interned.
+    pub fn label(&mut self, defs: &mut Defs, e: Enum, n: i64) -> StrId {
+        *self
+            .labels
+            .entry((e, n))
+            .or_insert_with(|| defs.intern(&self.enums.label_or_number(e, n)))
     }
 
     /// Reads one argument column as `how` says; NULL gives no argument. Arguments never fail a
     /// row: a value of an unexpected type is shown as it is.
-    pub fn arg_value(&self, c: &mut Cols, how: How) -> Option<Value> {
+    pub fn arg_value(&mut self, defs: &mut Defs, c: &mut Cols, how: How) -> Option<Value> {
         let v = c.raw()?;
         Some(match (how, v) {
-            (How::Str, Value::Int(id)) => match self.strings.get(id) {
-                Some(s) => Value::str(s),
+            (How::Str, Value::Int(id)) => match self.strings.intern(defs, id) {
+                Some(s) => Value::Sym(s),
                 None => Value::Int(id),
             },
-            (How::Enum(e), Value::Int(n)) => Value::str(self.enums.label_or_number(e, n)),
+            (How::Enum(e), Value::Int(n)) => Value::Sym(self.label(defs, e, n)),
             (_, v) => v,
         })
     }

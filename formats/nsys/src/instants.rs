@@ -91,7 +91,7 @@ pub fn decode_instant(
     };
     let mut args = Args::with_capacity(spec.args.len());
     for ac in spec.args {
-        if let Some(v) = imp.arg_value(&mut c, ac.how) {
+        if let Some(v) = imp.arg_value(defs, &mut c, ac.how) {
             imp.arg(defs, &mut args, ac.key, v);
         }
     }

@@ -79,7 +79,7 @@ pub fn float_text(f: f64) -> String {
     }
 }
 
-pub fn value_json(v: &Value) -> J {
+pub fn value_json(defs: &Defs, v: &Value) -> J {
     match v {
         Value::Null => J::Null,
         Value::Bool(b) => json!({ "b": b }),
@@ -87,6 +87,7 @@ pub fn value_json(v: &Value) -> J {
         Value::UInt(u) => json!({ "u": u }),
         Value::Float(f) => json!({ "f": float_text(*f) }),
         Value::Str(s) => json!({ "s": s.as_ref() }),
+        Value::Sym(s) => json!({ "s": defs.str(*s) }),
         Value::Json(s) => json!({ "j": s.as_ref() }),
     }
 }
@@ -110,7 +111,7 @@ pub fn value_from_json(j: &J) -> Option<Value> {
 pub fn args_json(defs: &Defs, args: &Args) -> J {
     J::Array(
         args.iter()
-            .map(|a| json!([defs.str(a.key), value_json(&a.value)]))
+            .map(|a| json!([defs.str(a.key), value_json(defs, &a.value)]))
             .collect(),
     )
 }
@@ -435,7 +436,7 @@ mod tests {
             Value::Str("5".into()),
             Value::Json("[1, 2]".into()),
         ] {
-            let back = value_from_json(&value_json(&v)).unwrap();
+            let back = value_from_json(&value_json(&Defs::default(), &v)).unwrap();
             match (&v, &back) {
                 (Value::Float(a), Value::Float(b)) => {
                     assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()))
@@ -443,6 +444,10 @@ mod tests {
                 _ => assert_eq!(v, back),
             }
         }
+        let mut defs = Defs::default();
+        let sym = Value::Sym(defs.intern("sm_90"));
+        let back = value_from_json(&value_json(&defs, &sym)).unwrap();
+        assert_eq!(back, Value::str("sm_90"));
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
 }
 
 /// Appends a value; false when it could not be written as is (NaN or ∞ became `null`).
-pub fn write_value(out: &mut Vec<u8>, v: &Value) -> bool {
+pub fn write_value(out: &mut Vec<u8>, defs: &Defs, v: &Value) -> bool {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
@@ -110,6 +110,7 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value) -> bool {
             return false;
         }
         Value::Str(s) => push_str(out, s),
+        Value::Sym(s) => push_str(out, defs.str(*s)),
         Value::Json(j) => out.extend_from_slice(j.as_bytes()),
     }
     true
@@ -136,8 +137,9 @@ pub fn write_args(
         }
         key.push(out, lits, defs);
         out.push(b':');
-        if !write_value(out, value) {
-            bad += 1;
+        match value {
+            Value::Sym(s) => lits.push(out, defs, *s),
+            v => bad += u64::from(!write_value(out, defs, v)),
         }
     }
     out.push(b'}');
@@ -150,12 +152,12 @@ pub fn write_args(
 }
 
 /// Args of a metadata record: JSON objects as they are, other values wrapped as `{"value": v}`.
-pub fn meta_args(v: &Value) -> Vec<u8> {
+pub fn meta_args(defs: &Defs, v: &Value) -> Vec<u8> {
     match v {
         Value::Json(j) if j.trim_start().starts_with('{') => j.as_bytes().to_vec(),
         other => {
             let mut a = b"{\"value\":".to_vec();
-            write_value(&mut a, other);
+            write_value(&mut a, defs, other);
             a.push(b'}');
             a
         }
@@ -255,5 +257,27 @@ mod tests {
         let mut v = Vec::new();
         push_str(&mut v, "a\"b\\c\nd\u{1}é");
         assert_eq!(String::from_utf8(v).unwrap(), "\"a\\\"b\\\\c\\nd\\u0001é\"");
+    }
+
+    /// An interned string value is written as its text, escaped, like an owned one.
+    #[test]
+    fn interned_values_are_written_as_their_text() {
+        let mut defs = Defs::default();
+        let key = defs.intern("k");
+        let text = "sm_90 \"x\"";
+        let args = |value| vec![tracex_ir::Arg { key, value }];
+        let sym = args(Value::Sym(defs.intern(text)));
+        let mut diag = Diagnostics::default();
+        let (mut a, mut b, mut lits) = (Vec::new(), Vec::new(), Literals::default());
+        write_args((&mut a, &mut lits), &defs, &mut diag, &sym, &[]);
+        write_args(
+            (&mut b, &mut lits),
+            &defs,
+            &mut diag,
+            &args(Value::str(text)),
+            &[],
+        );
+        assert_eq!(a, b);
+        assert_eq!(a, br#"{"k":"sm_90 \"x\""}"#);
     }
 }

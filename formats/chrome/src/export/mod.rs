@@ -81,7 +81,7 @@ fn split_meta<'a>(
         }
         push_str(e, key);
         e.push(b':');
-        e.extend_from_slice(&meta_args(&m.value));
+        e.extend_from_slice(&meta_args(defs, &m.value));
     }
     if let Some(e) = &mut extra {
         e.push(b'}');
@@ -518,7 +518,7 @@ impl Exporter {
             // importer reads them back in that order
             for m in meta {
                 self.ev
-                    .meta(defs.str(m.key), pid, None, &meta_args(&m.value));
+                    .meta(defs.str(m.key), pid, None, &meta_args(defs, &m.value));
             }
             match (proc.name, extra) {
                 (Some(n), Some(extra)) => {
@@ -554,7 +554,7 @@ impl Exporter {
             let written = self.ids.track_named.get(&track).copied();
             for m in meta {
                 self.ev
-                    .meta(defs.str(m.key), pid, Some(tid), &meta_args(&m.value));
+                    .meta(defs.str(m.key), pid, Some(tid), &meta_args(defs, &m.value));
             }
             match (th.name, extra) {
                 (Some(n), Some(extra)) => {
@@ -728,7 +728,7 @@ impl Sink for Exporter {
             tail.extend_from_slice(b",\n");
             push_str(&mut tail, key);
             tail.push(b':');
-            write_value(&mut tail, &m.value);
+            write_value(&mut tail, defs, &m.value);
         }
         if let Some(o) = defs.clock.origin_unix_ns {
             tail.extend_from_slice(b",\n\"baseTimeNanoseconds\":");

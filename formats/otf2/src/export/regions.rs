@@ -191,7 +191,7 @@ enum ArgKind {
 }
 
 impl ArgKind {
-    fn of(v: &Value) -> ArgKind {
+    fn of(defs: &Defs, v: &Value) -> ArgKind {
         match v {
             Value::Null => ArgKind::Null,
             Value::Bool(_) => ArgKind::Bool,
@@ -200,6 +200,8 @@ impl ArgKind {
             Value::Float(_) => ArgKind::Float,
             Value::Str(s) if s.contains('\0') => ArgKind::Escaped,
             Value::Str(_) => ArgKind::Str,
+            Value::Sym(s) if defs.str(*s).contains('\0') => ArgKind::Escaped,
+            Value::Sym(_) => ArgKind::Str,
             Value::Json(_) => ArgKind::Json,
         }
     }
@@ -297,7 +299,7 @@ impl Attributes {
         list: &mut AttrList,
     ) -> Result<()> {
         for a in args {
-            let kind = ArgKind::of(&a.value);
+            let kind = ArgKind::of(defs, &a.value);
             let attr = match self.args.get(&(a.key, kind)) {
                 Some(&r) => r,
                 None => {
@@ -318,11 +320,13 @@ impl Attributes {
                     }
                     AttrValue::F64(*f)
                 }
-                Value::Str(s) if kind == ArgKind::Escaped => {
-                    let text = serde_json::to_string(s.as_ref()).expect("a string serializes");
+                Value::Str(_) | Value::Sym(_) if kind == ArgKind::Escaped => {
+                    let s = a.value.text(defs).expect("a string value");
+                    let text = serde_json::to_string(s).expect("a string serializes");
                     AttrValue::String(strings.value(ar, &text)?)
                 }
                 Value::Str(s) | Value::Json(s) => AttrValue::String(strings.value(ar, s)?),
+                Value::Sym(s) => AttrValue::String(strings.value(ar, defs.str(*s))?),
             };
             list.add(sys::OTF2_AttributeRef(attr), v)?;
         }

@@ -31,6 +31,10 @@ pub fn annotations(defs: &Defs, interner: &mut Interner, args: &Args) -> Vec<u8>
                 Some(iid) => Scalar::StrIid(iid),
                 None => Scalar::Str(s),
             },
+            Value::Sym(s) => match interner.value_sym(defs, *s) {
+                Some(iid) => Scalar::StrIid(iid),
+                None => Scalar::Str(defs.str(*s)),
+            },
             Value::Json(j) => {
                 interner.json(j, json, |body| out.encoded(name, body));
                 continue;
@@ -126,6 +130,7 @@ pub fn typed(defs: &Defs, args: &Args) -> Vec<Arg> {
                 Value::UInt(u) => arg::Value::UintValue(*u),
                 Value::Float(f) => arg::Value::DoubleValue(*f),
                 Value::Str(s) => arg::Value::StringValue(s.to_string()),
+                Value::Sym(s) => arg::Value::StringValue(defs.str(*s).to_owned()),
                 Value::Json(j) => arg::Value::JsonValue(j.to_string()),
             }),
         })
@@ -133,7 +138,7 @@ pub fn typed(defs: &Defs, args: &Args) -> Vec<Arg> {
 }
 
 /// A metadata value as a trace attribute (Perfetto keeps only integers and strings there).
-pub fn attribute_value(v: &Value) -> crate::pb::trace_attributes::attribute::Value {
+pub fn attribute_value(defs: &Defs, v: &Value) -> crate::pb::trace_attributes::attribute::Value {
     use crate::pb::trace_attributes::attribute::Value as A;
     match v {
         Value::Int(i) => A::LongValue(*i),
@@ -143,6 +148,7 @@ pub fn attribute_value(v: &Value) -> crate::pb::trace_attributes::attribute::Val
         Value::UInt(u) => A::StringValue(u.to_string()),
         Value::Float(f) => A::StringValue(ryu_like(*f)),
         Value::Str(s) => A::StringValue(s.to_string()),
+        Value::Sym(s) => A::StringValue(defs.str(*s).to_owned()),
         Value::Json(j) => A::StringValue(j.to_string()),
     }
 }

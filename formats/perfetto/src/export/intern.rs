@@ -59,8 +59,12 @@ pub struct Interner {
     tasks: Table<(u32, u32)>,
     cpus: Table<u32>,
     counters: Table<Option<StrId>>,
-    /// Argument string values (kernel names repeat on every kernel), up to a bound.
+    /// Argument string values (kernel names repeat on every kernel), up to a bound, shared
+    /// by owned texts (`values`) and interned ones (`syms`, an iid or 0 by `StrId`).
     values: FxHashMap<Box<str>, u64>,
+    syms: Vec<u64>,
+    /// Entries of `values` and `syms`.
+    value_count: usize,
     /// JSON argument texts already encoded (grid sizes repeat), up to a bound.
     /// JSON argument text → its annotation encoded without its name (see [`Interner::json`]).
     json: FxHashMap<Box<str>, Vec<u8>>,
@@ -149,11 +153,37 @@ impl Interner {
         if let Some(&iid) = self.values.get(s) {
             return Some(iid);
         }
-        if self.values.len() >= MAX_VALUES {
+        let iid = self.new_value(s)?;
+        self.values.insert(s.into(), iid);
+        Some(iid)
+    }
+
+    /// [`Interner::value`] of an interned string: looked up by id, not by text.
+    pub fn value_sym(&mut self, defs: &Defs, s: StrId) -> Option<u64> {
+        let i = s.0 as usize;
+        match self.syms.get(i) {
+            Some(&iid) if iid != 0 => return Some(iid),
+            _ => {}
+        }
+        let text = defs.str(s);
+        if text.len() < 4 {
             return None;
         }
-        let iid = self.values.len() as u64 + 1;
-        self.values.insert(s.into(), iid);
+        let iid = self.new_value(text)?;
+        if i >= self.syms.len() {
+            self.syms.resize(i + 1, 0);
+        }
+        self.syms[i] = iid;
+        Some(iid)
+    }
+
+    /// A new string value's iid, queued for the next packet; none once the table is full.
+    fn new_value(&mut self, s: &str) -> Option<u64> {
+        if self.value_count >= MAX_VALUES {
+            return None;
+        }
+        self.value_count += 1;
+        let iid = self.value_count as u64;
         self.pending_any = true;
         self.pending
             .debug_annotation_string_values
@@ -322,4 +352,38 @@ pub fn merge(into: &mut Option<Box<InternedData>>, new: Box<InternedData>) {
         .extend(new.stack_sample_execution_contexts);
     d.stack_sample_counter_descriptors
         .extend(new.stack_sample_counter_descriptors);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Owned and interned string values share one iid space: each new value gets the next iid
+    /// and is defined once; short ones stay inline.
+    #[test]
+    fn owned_and_interned_values_share_iids() {
+        let mut defs = Defs::default();
+        let sym = defs.intern("volta_sgemm");
+        let short = defs.intern("ab");
+        let mut i = Interner::default();
+        assert_eq!(i.value("Memcpy HtoD"), Some(1));
+        assert_eq!(i.value_sym(&defs, sym), Some(2));
+        assert_eq!(i.value_sym(&defs, sym), Some(2));
+        assert_eq!(i.value("Memcpy HtoD"), Some(1));
+        assert_eq!(i.value_sym(&defs, short), None);
+        let d = i.take().expect("new values");
+        let defined: Vec<_> = d
+            .debug_annotation_string_values
+            .iter()
+            .map(|s| (s.iid, s.str.clone()))
+            .collect();
+        assert_eq!(
+            defined,
+            [
+                (Some(1), Some(b"Memcpy HtoD".to_vec())),
+                (Some(2), Some(b"volta_sgemm".to_vec()))
+            ]
+        );
+        assert!(i.take().is_none());
+    }
 }

@@ -439,7 +439,7 @@ impl Exporter {
             .iter()
             .map(|a| pb::trace_attributes::Attribute {
                 key: Some(defs.str(a.key).to_owned()),
-                value: Some(args::attribute_value(&a.value)),
+                value: Some(args::attribute_value(defs, &a.value)),
             })
             .collect::<Vec<_>>();
         let info = x::TraceInfo {

@@ -153,7 +153,7 @@ pub fn annotations(
 }
 
 /// An IR value as JSON (metadata records gathered into one object).
-pub fn to_json_value(v: &Value) -> serde_json::Value {
+pub fn to_json_value(defs: &Defs, v: &Value) -> serde_json::Value {
     use serde_json::Value as J;
     match v {
         Value::Null => J::Null,
@@ -162,6 +162,7 @@ pub fn to_json_value(v: &Value) -> serde_json::Value {
         Value::UInt(u) => J::from(*u),
         Value::Float(f) => json_number(*f),
         Value::Str(s) => J::String(s.to_string()),
+        Value::Sym(s) => J::String(defs.str(*s).to_owned()),
         Value::Json(j) => serde_json::from_str(j).unwrap_or_else(|_| J::String(j.to_string())),
     }
 }

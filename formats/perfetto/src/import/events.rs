@@ -1064,7 +1064,12 @@ impl State {
             (_, th, p) => {
                 let json = serde_json::Value::Object(
                     args.iter()
-                        .map(|a| (defs.str(a.key).to_owned(), args::to_json_value(&a.value)))
+                        .map(|a| {
+                            (
+                                defs.str(a.key).to_owned(),
+                                args::to_json_value(defs, &a.value),
+                            )
+                        })
                         .collect(),
                 );
                 let value = Value::Json(json.to_string().into());
