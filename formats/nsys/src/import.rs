@@ -33,62 +33,67 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
             "an SQLite database, but not an Nsight Systems export (it lacks the StringIds table or any nsys event table)",
         ));
     }
-    meta::load(&conn, &schema, ctx.defs, ctx.diag);
-    let strings = Strings::load(&conn, &schema)?;
-    let enums = Enums::load(&conn, &schema);
-    let mut ids = Identity::load(&conn, &schema);
-    let nvtx_defs = nvtx::load_defs(&conn, &schema, &mut ids, &strings, ctx.diag)?;
-    let callchains = Callchains::new(&conn, &schema);
-    let mut imp = Importer::new(opts.clone(), strings, enums, ids, callchains, ctx.defs);
+    // the launch join's longest read starts now, beside the definitions read here
+    std::thread::scope(|scope| {
+        let early = projection::early(scope, path, &schema, opts);
+        meta::load(&conn, &schema, ctx.defs, ctx.diag);
+        let strings = Strings::load(&conn, &schema)?;
+        let enums = Enums::load(&conn, &schema);
+        let mut ids = Identity::load(&conn, &schema);
+        let nvtx_defs = nvtx::load_defs(&conn, &schema, &mut ids, &strings, ctx.diag)?;
+        let callchains = Callchains::new(&conn, &schema);
+        let mut imp = Importer::new(opts.clone(), strings, enums, ids, callchains, ctx.defs);
 
-    let mut setup = plan::Setup {
-        conn: &conn,
-        schema: &schema,
-        defs: ctx.defs,
-        diag: ctx.diag,
-        streams: Vec::new(),
-    };
-    let api = cpu::cuda_api_plan(&mut setup, &mut imp)?;
-    cpu::plans(&mut setup, &mut imp)?;
-    gpu::plans(&mut setup, &imp)?;
-    let share = flows::kernel_launches_wanted(&schema, &imp, api);
-    let mut passes = Vec::new();
-    let mut kernel_spool = None;
-    if let Some((stream, pass)) = projection::plan(&schema, &imp, share)? {
-        kernel_spool = pass.launch_spool.clone();
-        setup.streams.push(stream);
-        passes.push(pass);
-    }
-    let flow_sources = flows::plans(&schema, &imp, api, kernel_spool, &mut setup.streams);
-    nvtx::plans(&schema, &imp, &mut setup.streams);
-    samples::plans(&mut setup, &imp)?;
-    instants::plans(&mut setup, &imp)?;
-    let counters = counters::plans(&mut setup, &imp)?;
-    let streams = setup.streams;
-
-    let mut total = 0;
-    for s in &streams {
-        if let Some(t) = schema.table(&s.table) {
-            total += db::row_count(&conn, &t)?;
+        let mut setup = plan::Setup {
+            conn: &conn,
+            schema: &schema,
+            defs: ctx.defs,
+            diag: ctx.diag,
+            streams: Vec::new(),
+        };
+        let api = cpu::cuda_api_plan(&mut setup, &mut imp)?;
+        cpu::plans(&mut setup, &mut imp)?;
+        gpu::plans(&mut setup, &imp)?;
+        let share = flows::kernel_launches_wanted(&schema, &imp, api);
+        let mut passes = Vec::new();
+        let mut kernel_spool = None;
+        if let Some((stream, pass)) = projection::plan(&schema, &imp, share, early)? {
+            kernel_spool = pass.launch_spool.clone();
+            setup.streams.push(stream);
+            passes.push(pass);
         }
-    }
-    ctx.progress.set_unit(tracex_ir::progress::Unit::Rows);
-    ctx.progress.set_total(total);
-    ctx.progress.set_done(0);
+        let flow_sources = flows::plans(&schema, &imp, api, kernel_spool, &mut setup.streams);
+        nvtx::plans(&schema, &imp, &mut setup.streams);
+        samples::plans(&mut setup, &imp)?;
+        instants::plans(&mut setup, &imp)?;
+        let counters = counters::plans(&mut setup, &imp)?;
+        let streams = setup.streams;
 
-    let emitter = Emitter::new(&flow_sources, imp.wants(Activity::NvtxKernel));
-    let mut dec = Decoder::new(imp, nvtx_defs, counters, emitter);
-    merge::run(&mut dec, path, &streams, &passes, ctx)?;
-    if dec.pending_launches() > 0 {
-        return Err(Error::invalid(
-            at,
-            format!(
-                "internal: {} launches never met their GPU work; please report this file",
-                dec.pending_launches()
-            ),
-        ));
-    }
-    dec.finish(ctx.defs);
+        let mut total = 0;
+        for s in &streams {
+            if let Some(t) = schema.table(&s.table) {
+                total += db::row_count(&conn, &t)?;
+            }
+        }
+        ctx.progress.set_unit(tracex_ir::progress::Unit::Rows);
+        ctx.progress.set_total(total);
+        ctx.progress.set_done(0);
+
+        let emitter = Emitter::new(&flow_sources, imp.wants(Activity::NvtxKernel));
+        let mut dec = Decoder::new(imp, nvtx_defs, counters, emitter);
+        merge::run(&mut dec, path, &streams, &passes, ctx)?;
+        if dec.pending_launches() > 0 {
+            return Err(Error::invalid(
+                at,
+                format!(
+                    "internal: {} launches never met their GPU work; please report this file",
+                    dec.pending_launches()
+                ),
+            ));
+        }
+        dec.finish(ctx.defs);
+        Ok::<(), Error>(())
+    })?;
     tables::account(&conn, &schema, ctx.diag)?;
     Ok(())
 }

@@ -116,6 +116,10 @@ impl<'c> Importer<'c> {
         self.opts.activities
     }
 
+    pub fn options(&self) -> &ImportOptions {
+        &self.opts
+    }
+
     pub fn wants(&self, a: Activity) -> bool {
         self.opts.activities.contains(a)
     }

@@ -102,7 +102,7 @@ const A: usize = 4;
 
 /// The GPU rows sorted by (process, correlation id, rowid), and per process where the rows of
 /// each correlation id start.
-struct GpuIndex {
+pub struct GpuIndex {
     cells: Cells<G>,
     by_process: FxHashMap<i64, IdMap>,
 }
@@ -185,15 +185,31 @@ impl LaunchJoin {
         &self.api
     }
 
+    /// Reads the GPU side of the join, the longest part of it before the first row: done
+    /// before anything that waits for other threads (order checks).
+    pub fn index(&self, conn: &Connection) -> Result<GpuIndex> {
+        GpuIndex::load(conn, &self.gpu)
+    }
+
     /// Runs the join on `conn`, handing each row to `f` in order; `f` returns false to stop.
     pub fn run(
         &self,
         conn: &Connection,
         orders: &Orders,
+        f: impl FnMut(&[SqlValue]) -> Result<bool>,
+    ) -> Result<()> {
+        self.run_indexed(conn, orders, self.index(conn)?, f)
+    }
+
+    /// [`LaunchJoin::run`] with the GPU side already read.
+    pub fn run_indexed(
+        &self,
+        conn: &Connection,
+        orders: &Orders,
+        index: GpuIndex,
         mut f: impl FnMut(&[SqlValue]) -> Result<bool>,
     ) -> Result<()> {
         let r = &self.api;
-        let index = GpuIndex::load(conn, &self.gpu)?;
         let class = match r.has("eventClass") {
             true => format!(" WHERE {} IN (0, 1)", r.col("eventClass")),
             false => String::new(),

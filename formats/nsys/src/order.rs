@@ -49,7 +49,7 @@ pub struct Orders {
     cells: std::sync::Mutex<FxHashMap<OrderOf, Arc<OnceLock<Arc<Order>>>>>,
     /// Held while one table's keys are sorted (40 bytes a row for the time of the sort): the
     /// readers of the big tables start together, and their sorts at once were the import's
-    /// peak memory.
+    /// peak memory. The first scan, which finds most tables in order, runs without it.
     sorting: std::sync::Mutex<()>,
 }
 
@@ -68,8 +68,8 @@ impl Orders {
                 .clone()
         };
         cell.get_or_init(|| {
-            let _one_at_a_time = self.sorting.lock().unwrap_or_else(|p| p.into_inner());
-            Arc::new(storage_order(conn, &c.table, c.ts, c.end).unwrap_or(Order::Unsorted))
+            let order = storage_order(conn, &c.table, c.ts, c.end, &self.sorting);
+            Arc::new(order.unwrap_or(Order::Unsorted))
         })
         .clone()
     }
@@ -96,12 +96,14 @@ struct Key {
 /// that sorts the keys in memory (32 bytes a row, for the time of the sort) and keeps the
 /// rowids in order (8 bytes a row): SQLite's sorter took a sixth of such an import. A table
 /// far from order gets the same, for [`crate::shuffle`]. Any `ts` or `end` that is not an
-/// integer (or NULL end) gives [`Order::Unsorted`]: SQLite sorts.
+/// integer (or NULL end) gives [`Order::Unsorted`]: SQLite sorts. The second scan and the
+/// sort hold `sorting`, so that one table at a time holds its keys.
 pub fn storage_order(
     conn: &Connection,
     table: &Table,
     ts: &str,
     end: Option<&str>,
+    sorting: &std::sync::Mutex<()>,
 ) -> Result<Order> {
     if !table.has(ts) {
         return Ok(Order::Unsorted);
@@ -138,6 +140,7 @@ pub fn storage_order(
     if breaks == 0 {
         return Ok(Order::Sorted);
     }
+    let _one_at_a_time = sorting.lock().unwrap_or_else(|p| p.into_inner());
     // the keys, with positions in storage order instead of rowids (the same order)
     let mut keys: Vec<Key> = Vec::with_capacity(rows);
     let mut rowids: Vec<i64> = Vec::with_capacity(rows);

@@ -11,21 +11,22 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 use tracex_ir::{Defs, Location, Result, Value};
 
-use crate::db::{sqlite_error, Cols, Row, Schema};
+use crate::db::{sqlite_error, Cols, Row, Schema, Table};
 use crate::decoded::{Decoded, Hook, Parts};
 use crate::flows;
 use crate::identity::GlobalId;
 use crate::importer::Importer;
-use crate::join::{LaunchJoin, LAUNCH_COLUMNS};
+use crate::join::{GpuIndex, LaunchJoin, LAUNCH_COLUMNS};
 use crate::nvtx::{name_sql, prefix_filter, PUSH_POP};
-use crate::options::Activity;
+use crate::options::{Activity, ImportOptions};
 use crate::order::Orders;
 use crate::plan::{order_by, Kind, Query, StreamDef};
 use crate::spool::{Failure, Spool, SpoolWriter};
@@ -59,6 +60,41 @@ pub struct Pass {
     projections: Arc<Spool>,
     /// Where the kernel launches go for the flows, when they are read.
     pub launch_spool: Option<Arc<Spool>>,
+    /// The GPU side of the launch join, when a thread started reading it early ([`early`]).
+    early: Mutex<Option<Receiver<Result<GpuIndex>>>>,
+}
+
+/// The NVTX, API and kernel tables of the pass, when `opts` want it and the file has them.
+fn tables(schema: &Schema, opts: &ImportOptions) -> Option<(Table, Table, Table)> {
+    if !opts.activities.contains(Activity::NvtxKernel) {
+        return None;
+    }
+    let n = schema.table("NVTX_EVENTS")?;
+    let (r, k) = flows::tables(schema, "CUPTI_ACTIVITY_KIND_KERNEL")?;
+    (n.has("eventType") && n.has("start") && n.has("globalTid")).then_some((n, r, k))
+}
+
+/// The launch join's GPU side, read on a thread of `scope` while the importer reads its
+/// definitions, when the pass will run: on the 1M-kernel benchmark its first row waited
+/// half a second for this read, and so did the merge.
+pub fn early<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    path: &'scope std::path::Path,
+    schema: &Schema,
+    opts: &ImportOptions,
+) -> Option<Receiver<Result<GpuIndex>>> {
+    let (_, r, k) = tables(schema, opts)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let read = move || {
+        let index = crate::db::open(path).and_then(|c| LaunchJoin::new(&r, &k).index(&c));
+        // the pass may be gone (the import failed): nothing waits for the index then
+        let _ = tx.send(index);
+    };
+    std::thread::Builder::new()
+        .name("nsys gpu index".into())
+        .spawn_scoped(scope, read)
+        .ok()?;
+    Some(rx)
 }
 
 /// The stream of projected slices and the pass that makes them, when `nvtx-kernel` is wanted
@@ -68,19 +104,11 @@ pub fn plan(
     schema: &Schema,
     imp: &Importer,
     share_launches: bool,
+    early: Option<Receiver<Result<GpuIndex>>>,
 ) -> Result<Option<(StreamDef, Pass)>> {
-    if !imp.wants(Activity::NvtxKernel) {
-        return Ok(None);
-    }
-    let Some(n) = schema.table("NVTX_EVENTS") else {
+    let Some((n, r, k)) = tables(schema, imp.options()) else {
         return Ok(None);
     };
-    let Some((r, k)) = flows::tables(schema, "CUPTI_ACTIVITY_KIND_KERNEL") else {
-        return Ok(None);
-    };
-    if !(n.has("eventType") && n.has("start") && n.has("globalTid")) {
-        return Ok(None);
-    }
     let mut params = Vec::new();
     let filter = prefix_filter(&n, "n.", imp.nvtx_prefixes(), &mut params);
     let nc = |c: &str| format!("n.{}", n.col(c));
@@ -116,6 +144,7 @@ pub fn plan(
             table: n.name.clone(),
             projections,
             launch_spool,
+            early: Mutex::new(early),
         },
     )))
 }
@@ -416,13 +445,19 @@ impl Pass {
             since_release: 0,
             projections,
         };
+        // the GPU side first: choosing the ranges' query may wait for other tables' order checks
+        let early = self.early.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let index = match early.and_then(|rx| rx.recv().ok()) {
+            Some(index) => index?,
+            None => self.launches.index(conn)?,
+        };
         let mut ranges_stmt = conn.prepare(self.ranges.sql(conn, orders)).map_err(err)?;
         let mut ranges = ranges_stmt
             .query(rusqlite::params_from_iter(self.ranges.params.iter()))
             .map_err(err)?;
         let mut range = next_range(&mut ranges).map_err(err)?;
         let mut since_publish = 0;
-        self.launches.run(conn, orders, |row| {
+        self.launches.run_indexed(conn, orders, index, |row| {
             if let Some(w) = launch_out.as_mut() {
                 w.row(row)?;
             }
