@@ -280,7 +280,7 @@ impl Flows {
                         _ => top.end_event.flow_ids.push(f.id.0),
                     }
                     top.end_needs_state |= point.name_iid.is_some() || point.category_iid.is_some();
-                    top.end_extra.flows.push(point);
+                    top.end_extra.get_or_insert_default().flows.push(point);
                     Carrier::End(end)
                 } else {
                     self.detached(defs, diag, interner, q, f, names, track, t, event);

@@ -203,7 +203,7 @@ impl Exporter {
                 ev,
                 TracePacket {
                     sequence_flags: o.end_needs_state.then_some(NEEDS_STATE),
-                    tracex: (o.end_extra != x::Extra::default()).then(|| Box::new(o.end_extra)),
+                    tracex: o.end_extra.filter(|e| **e != x::Extra::default()),
                     ..Default::default()
                 },
             ),
@@ -316,7 +316,7 @@ impl Exporter {
             begin: t,
             begin_packet: n,
             end_event,
-            end_extra: x::Extra::default(),
+            end_extra: None,
             end_needs_state: false,
             end: s.dur.map(|d| t + d),
         });

@@ -12,7 +12,9 @@ pub struct Open {
     /// What the END packet carries: flows bound to the slice after its begin was written,
     /// and the thread time at the end.
     pub end_event: TrackEvent,
-    pub end_extra: x::Extra,
+    /// Boxed: rarely any (flow points that cannot ride on the END), and an open slice is
+    /// moved onto and off its track's stack.
+    pub end_extra: Option<Box<x::Extra>>,
     pub end_needs_state: bool,
     /// When the slice ends; `None`: it is left open, has no END, and flows cannot ride on it.
     pub end: Option<i64>,

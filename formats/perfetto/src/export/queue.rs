@@ -169,15 +169,17 @@ impl Queue {
         self.last_ts = Some(ts);
     }
 
-    /// Encodes the oldest `n` queued packets.
+    /// Encodes the oldest `n` queued packets. They are encoded where they lie, then dropped:
+    /// moving each out of the queue first was a tenth of the writer's time (perf, nsys 1M).
     pub fn encode(&mut self, n: usize) -> io::Result<()> {
-        for _ in 0..n.min(self.items.len()) {
+        let n = n.min(self.items.len());
+        for q in self.items.range_mut(..n) {
             let Queued {
                 ts,
                 absolute,
-                mut packet,
-            } = self.items.pop_front().expect("counted");
-            self.encoded += 1;
+                packet,
+            } = q;
+            let (ts, absolute) = (*ts, *absolute);
             let pb = &mut packet.pb;
             pb.optional_trusted_packet_sequence_id = Some(
                 OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(SEQUENCE),
@@ -194,8 +196,10 @@ impl Queue {
                     }
                 }
             }
-            self.out.push(&packet)?;
+            self.out.push(packet)?;
         }
+        self.items.drain(..n);
+        self.encoded += n as u64;
         Ok(())
     }
 
