@@ -74,6 +74,10 @@ fn put_args(out: &mut Vec<u8>, args: &Args) {
                 out.push(8);
                 put_u64(out, s.0 as u64);
             }
+            Value::JsonSym(s) => {
+                out.push(9);
+                put_u64(out, s.0 as u64);
+            }
         }
     }
 }
@@ -254,6 +258,7 @@ impl<'a> Decoder<'a> {
                 6 => Value::Str(self.text()?),
                 7 => Value::Json(self.text()?),
                 8 => Value::Sym(StrId(self.u32()?)),
+                9 => Value::JsonSym(StrId(self.u32()?)),
                 _ => return Err(corrupt()),
             };
             args.push(Arg { key, value });
@@ -364,6 +369,10 @@ mod tests {
             Arg {
                 key: StrId(8),
                 value: Value::Sym(StrId(70_000)),
+            },
+            Arg {
+                key: StrId(9),
+                value: Value::JsonSym(StrId(3)),
             },
         ];
         let events = vec![

@@ -56,6 +56,7 @@ pub fn write_value(out: &mut String, defs: &Defs, v: &Value) {
         Value::Str(s) => quote(out, s),
         Value::Sym(s) => quote(out, defs.str(*s)),
         Value::Json(j) => out.push_str(j),
+        Value::JsonSym(j) => out.push_str(defs.str(*j)),
     }
 }
 

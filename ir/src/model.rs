@@ -85,11 +85,23 @@ pub enum Value {
     Sym(StrId),
     /// A JSON object, array or out-of-range number, kept as its exact text.
     Json(Box<str>),
+    /// `Json` of a text interned in `Defs`, as `Sym` is `Str`: for JSON values that repeat
+    /// (a kernel's grid and block shapes, its stack of NVTX ranges).
+    JsonSym(StrId),
 }
 
 impl Value {
     pub fn str(s: impl Into<Box<str>>) -> Value {
         Value::Str(s.into())
+    }
+
+    /// The text of a JSON value (`Json` or `JsonSym`).
+    pub fn json<'a>(&'a self, defs: &'a crate::Defs) -> Option<&'a str> {
+        match self {
+            Value::Json(s) => Some(s),
+            Value::JsonSym(id) => Some(defs.str(*id)),
+            _ => None,
+        }
     }
 
     /// The text of a string value (`Str` or `Sym`).

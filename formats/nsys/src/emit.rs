@@ -32,8 +32,8 @@ struct PendingLaunch {
 #[derive(Default)]
 struct NvtxStacks {
     number: FxHashMap<Vec<StrId>, u32>,
-    /// The JSON of stack `n` at `n - 1`.
-    json: Vec<Box<str>>,
+    /// The JSON of stack `n` at `n - 1`, interned.
+    json: Vec<StrId>,
     scratch: Vec<StrId>,
 }
 
@@ -44,7 +44,7 @@ impl NvtxStacks {
         open: &mut FxHashMap<TrackId, Vec<(i64, StrId)>>,
         track: TrackId,
         ts: i64,
-        defs: &Defs,
+        defs: &mut Defs,
     ) -> u32 {
         let Some(stack) = open.get_mut(&track) else {
             return 0;
@@ -61,7 +61,8 @@ impl NvtxStacks {
         let names: Vec<String> = (self.scratch.iter())
             .map(|n| serde_json::to_string(defs.str(*n)).unwrap_or_default())
             .collect();
-        self.json.push(format!("[{}]", names.join(",")).into());
+        self.json
+            .push(defs.intern(&format!("[{}]", names.join(","))));
         let n = self.json.len() as u32;
         self.number.insert(self.scratch.clone(), n);
         n
@@ -69,7 +70,7 @@ impl NvtxStacks {
 
     /// The `nvtx` argument of stack `n` (not 0).
     fn json(&self, n: u32) -> Value {
-        Value::Json(self.json[n as usize - 1].clone())
+        Value::JsonSym(self.json[n as usize - 1])
     }
 }
 

@@ -106,9 +106,15 @@ fn dims(c: &mut Cols) -> Option<[i64; 3]> {
     }
 }
 
-/// `[x,y,z]` as a JSON argument, written with itoa into one buffer: this runs three times per
-/// kernel, and `format!` here was 4% of an nsys import's CPU time.
-fn dims_value([x, y, z]: [i64; 3]) -> Value {
+/// `[x,y,z]` as a JSON argument, interned: shapes repeat, so no text is made per kernel (and
+/// freed by the writer's thread).
+fn dims_value(imp: &mut Importer, defs: &mut Defs, d: [i64; 3]) -> Value {
+    Value::JsonSym(imp.interned(defs, d, dims_text))
+}
+
+/// `[x,y,z]`, written with itoa into one buffer (`format!` was 4% of an nsys import's CPU
+/// time when this ran three times per kernel).
+fn dims_text([x, y, z]: [i64; 3]) -> String {
     let (mut bx, mut by, mut bz) = (
         itoa::Buffer::new(),
         itoa::Buffer::new(),
@@ -121,7 +127,7 @@ fn dims_value([x, y, z]: [i64; 3]) -> Value {
         s.push_str(n);
     }
     s.push(']');
-    Value::Json(s.into_boxed_str())
+    s
 }
 
 /// A row of a GPU table.
@@ -280,7 +286,8 @@ fn kernel_args(
     for key in ["grid", "block", "cluster"] {
         if let Some(d) = dims(c) {
             if key != "cluster" || d != [0, 0, 0] {
-                imp.arg(defs, args, key, dims_value(d));
+                let v = dims_value(imp, defs, d);
+                imp.arg(defs, args, key, v);
             }
         }
     }

@@ -76,6 +76,8 @@ pub struct Importer<'c> {
     tables: Vec<Box<[StrId]>>,
     /// Enumeration labels interned, by enumeration and value.
     labels: FxHashMap<(Enum, i64), StrId>,
+    /// Texts made from three numbers (kernel shapes), interned.
+    triples: FxHashMap<[i64; 3], StrId>,
 }
 
 impl<'c> Importer<'c> {
@@ -99,6 +101,7 @@ impl<'c> Importer<'c> {
             key_tables: FxHashMap::default(),
             tables: Vec::new(),
             labels: FxHashMap::default(),
+            triples: FxHashMap::default(),
         }
     }
 
@@ -193,6 +196,19 @@ impl<'c> Importer<'c> {
             .labels
             .entry((e, n))
             .or_insert_with(|| defs.intern(&self.enums.label_or_number(e, n)))
+    }
+
+    /// The text `make` gives `key`, interned once per key.
+    pub fn interned(
+        &mut self,
+        defs: &mut Defs,
+        key: [i64; 3],
+        make: fn([i64; 3]) -> String,
+    ) -> StrId {
+        *self
+            .triples
+            .entry(key)
+            .or_insert_with(|| defs.intern(&make(key)))
     }
 
     /// Reads one argument column as `how` says; NULL gives no argument. Arguments never fail a

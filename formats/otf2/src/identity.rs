@@ -89,6 +89,7 @@ pub fn value_json(defs: &Defs, v: &Value) -> J {
         Value::Str(s) => json!({ "s": s.as_ref() }),
         Value::Sym(s) => json!({ "s": defs.str(*s) }),
         Value::Json(s) => json!({ "j": s.as_ref() }),
+        Value::JsonSym(s) => json!({ "j": defs.str(*s) }),
     }
 }
 
@@ -448,6 +449,9 @@ mod tests {
         let sym = Value::Sym(defs.intern("sm_90"));
         let back = value_from_json(&value_json(&defs, &sym)).unwrap();
         assert_eq!(back, Value::str("sm_90"));
+        let json = Value::JsonSym(defs.intern("[1,2]"));
+        let back = value_from_json(&value_json(&defs, &json)).unwrap();
+        assert_eq!(back, Value::Json("[1,2]".into()));
     }
 
     #[test]

@@ -112,6 +112,7 @@ pub fn write_value(out: &mut Vec<u8>, defs: &Defs, v: &Value) -> bool {
         Value::Str(s) => push_str(out, s),
         Value::Sym(s) => push_str(out, defs.str(*s)),
         Value::Json(j) => out.extend_from_slice(j.as_bytes()),
+        Value::JsonSym(j) => out.extend_from_slice(defs.str(*j).as_bytes()),
     }
     true
 }
@@ -154,7 +155,12 @@ pub fn write_args(
 /// Args of a metadata record: JSON objects as they are, other values wrapped as `{"value": v}`.
 pub fn meta_args(defs: &Defs, v: &Value) -> Vec<u8> {
     match v {
-        Value::Json(j) if j.trim_start().starts_with('{') => j.as_bytes().to_vec(),
+        Value::Json(_) | Value::JsonSym(_)
+            if v.json(defs)
+                .is_some_and(|j| j.trim_start().starts_with('{')) =>
+        {
+            v.json(defs).unwrap_or_default().as_bytes().to_vec()
+        }
         other => {
             let mut a = b"{\"value\":".to_vec();
             write_value(&mut a, defs, other);
@@ -279,5 +285,18 @@ mod tests {
         );
         assert_eq!(a, b);
         assert_eq!(a, br#"{"k":"sm_90 \"x\""}"#);
+
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let json = args(Value::JsonSym(defs.intern("[1,2,3]")));
+        write_args((&mut a, &mut lits), &defs, &mut diag, &json, &[]);
+        write_args(
+            (&mut b, &mut lits),
+            &defs,
+            &mut diag,
+            &args(Value::Json("[1,2,3]".into())),
+            &[],
+        );
+        assert_eq!(a, b);
+        assert_eq!(a, br#"{"k":[1,2,3]}"#);
     }
 }

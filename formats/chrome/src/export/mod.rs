@@ -720,8 +720,7 @@ impl Sink for Exporter {
                 continue;
             }
             // Perfetto refuses a trace whose systemTraceEvents is not a string
-            if key == "systemTraceEvents"
-                && !matches!(&m.value, tracex_ir::Value::Json(j) if j.starts_with('"'))
+            if key == "systemTraceEvents" && !m.value.json(defs).is_some_and(|j| j.starts_with('"'))
             {
                 key = SYSTEM_EVENTS_OBJECT_KEY;
             }

@@ -202,7 +202,7 @@ impl ArgKind {
             Value::Str(_) => ArgKind::Str,
             Value::Sym(s) if defs.str(*s).contains('\0') => ArgKind::Escaped,
             Value::Sym(_) => ArgKind::Str,
-            Value::Json(_) => ArgKind::Json,
+            Value::Json(_) | Value::JsonSym(_) => ArgKind::Json,
         }
     }
 
@@ -326,7 +326,9 @@ impl Attributes {
                     AttrValue::String(strings.value(ar, &text)?)
                 }
                 Value::Str(s) | Value::Json(s) => AttrValue::String(strings.value(ar, s)?),
-                Value::Sym(s) => AttrValue::String(strings.value(ar, defs.str(*s))?),
+                Value::Sym(s) | Value::JsonSym(s) => {
+                    AttrValue::String(strings.value(ar, defs.str(*s))?)
+                }
             };
             list.add(sys::OTF2_AttributeRef(attr), v)?;
         }

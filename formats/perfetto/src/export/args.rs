@@ -39,6 +39,10 @@ pub fn annotations(defs: &Defs, interner: &mut Interner, args: &Args) -> Vec<u8>
                 interner.json(j, json, |body| out.encoded(name, body));
                 continue;
             }
+            Value::JsonSym(j) => {
+                interner.json_sym(defs, *j, json, |body| out.encoded(name, body));
+                continue;
+            }
         };
         out.scalar(name, value);
     }
@@ -132,6 +136,7 @@ pub fn typed(defs: &Defs, args: &Args) -> Vec<Arg> {
                 Value::Str(s) => arg::Value::StringValue(s.to_string()),
                 Value::Sym(s) => arg::Value::StringValue(defs.str(*s).to_owned()),
                 Value::Json(j) => arg::Value::JsonValue(j.to_string()),
+                Value::JsonSym(j) => arg::Value::JsonValue(defs.str(*j).to_owned()),
             }),
         })
         .collect()
@@ -150,6 +155,7 @@ pub fn attribute_value(defs: &Defs, v: &Value) -> crate::pb::trace_attributes::a
         Value::Str(s) => A::StringValue(s.to_string()),
         Value::Sym(s) => A::StringValue(defs.str(*s).to_owned()),
         Value::Json(j) => A::StringValue(j.to_string()),
+        Value::JsonSym(j) => A::StringValue(defs.str(*j).to_owned()),
     }
 }
 

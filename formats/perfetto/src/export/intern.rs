@@ -68,6 +68,8 @@ pub struct Interner {
     /// JSON argument texts already encoded (grid sizes repeat), up to a bound.
     /// JSON argument text → its annotation encoded without its name (see [`Interner::json`]).
     json: FxHashMap<Box<str>, Vec<u8>>,
+    /// The same for interned JSON texts, by `StrId`.
+    json_syms: FxHashMap<StrId, Vec<u8>>,
     pending: InternedData,
     pending_any: bool,
 }
@@ -211,6 +213,23 @@ impl Interner {
         if self.json.len() < MAX_JSON {
             self.json.insert(text.into(), body);
         }
+    }
+
+    /// [`Interner::json`] of an interned JSON text: found by id, not by text, and kept
+    /// whatever the number of texts (`Defs` holds them anyway).
+    pub fn json_sym(
+        &mut self,
+        defs: &Defs,
+        s: StrId,
+        encode: fn(&mut Self, &str) -> Vec<u8>,
+        put: impl FnOnce(&[u8]),
+    ) {
+        if let Some(body) = self.json_syms.get(&s) {
+            return put(body);
+        }
+        let body = encode(self, defs.str(s));
+        put(&body);
+        self.json_syms.insert(s, body);
     }
 
     fn function(&mut self, defs: &Defs, s: StrId) -> u64 {

@@ -163,7 +163,10 @@ pub fn to_json_value(defs: &Defs, v: &Value) -> serde_json::Value {
         Value::Float(f) => json_number(*f),
         Value::Str(s) => J::String(s.to_string()),
         Value::Sym(s) => J::String(defs.str(*s).to_owned()),
-        Value::Json(j) => serde_json::from_str(j).unwrap_or_else(|_| J::String(j.to_string())),
+        Value::Json(_) | Value::JsonSym(_) => {
+            let j = v.json(defs).unwrap_or_default();
+            serde_json::from_str(j).unwrap_or_else(|_| J::String(j.to_string()))
+        }
     }
 }
 
