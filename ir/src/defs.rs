@@ -296,6 +296,28 @@ pub fn set_arg(args: &mut Args, key: StrId, value: Value) {
     }
 }
 
+/// Texts of values that may be interned: they need the definitions (here, not in `model`,
+/// which `defs` depends on).
+impl Value {
+    /// The text of a JSON value (`Json` or `JsonSym`).
+    pub fn json<'a>(&'a self, defs: &'a Defs) -> Option<&'a str> {
+        match self {
+            Value::Json(s) => Some(s),
+            Value::JsonSym(id) => Some(defs.str(*id)),
+            _ => None,
+        }
+    }
+
+    /// The text of a string value (`Str` or `Sym`).
+    pub fn text<'a>(&'a self, defs: &'a Defs) -> Option<&'a str> {
+        match self {
+            Value::Str(s) => Some(s),
+            Value::Sym(id) => Some(defs.str(*id)),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

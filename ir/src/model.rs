@@ -94,24 +94,6 @@ impl Value {
     pub fn str(s: impl Into<Box<str>>) -> Value {
         Value::Str(s.into())
     }
-
-    /// The text of a JSON value (`Json` or `JsonSym`).
-    pub fn json<'a>(&'a self, defs: &'a crate::Defs) -> Option<&'a str> {
-        match self {
-            Value::Json(s) => Some(s),
-            Value::JsonSym(id) => Some(defs.str(*id)),
-            _ => None,
-        }
-    }
-
-    /// The text of a string value (`Str` or `Sym`).
-    pub fn text<'a>(&'a self, defs: &'a crate::Defs) -> Option<&'a str> {
-        match self {
-            Value::Str(s) => Some(s),
-            Value::Sym(id) => Some(defs.str(*id)),
-            _ => None,
-        }
-    }
 }
 
 /// A key/value pair attached to an event or a definition.
