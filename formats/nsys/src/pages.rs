@@ -469,10 +469,7 @@ impl PageScan {
             let Some((rowid, inline)) = self.next_cell()? else {
                 return Ok(None);
             };
-            let record = match inline {
-                Some((at, len)) => &self.leaf.bytes[at..at + len],
-                None => &self.spilled[..],
-            };
+            let record = record(&self.leaf.bytes, &self.spilled, inline);
             match decode(record, &self.layout, (&mut self.types, &mut self.cells)) {
                 Ok(true) => break (rowid, inline),
                 Ok(false) => continue,
@@ -482,7 +479,7 @@ impl PageScan {
         Ok(Some(PageRow {
             rowid,
             cells: &self.cells,
-            record: self.record(inline),
+            record: record(&self.leaf.bytes, &self.spilled, inline),
         }))
     }
 
@@ -494,23 +491,12 @@ impl PageScan {
             let Some((rowid, inline)) = self.next_cell()? else {
                 return Ok(false);
             };
-            let record = match inline {
-                Some((at, len)) => &self.leaf.bytes[at..at + len],
-                None => &self.spilled[..],
-            };
+            let record = record(&self.leaf.bytes, &self.spilled, inline);
             match decode_into((rowid, record), &self.layout, &mut self.types, out) {
                 Ok(true) => return Ok(true),
                 Ok(false) => continue,
                 Err(e) => return Err(self.damaged(e, rowid)),
             }
-        }
-    }
-
-    /// The bytes of the current record ([`PageScan::read_cell`]).
-    fn record(&self, inline: Option<(usize, usize)>) -> &[u8] {
-        match inline {
-            Some((at, len)) => &self.leaf.bytes[at..at + len],
-            None => &self.spilled,
         }
     }
 
@@ -564,14 +550,18 @@ impl PageScan {
     }
 }
 
+/// The bytes of the current record ([`PageScan::read_cell`]): in the leaf at `inline`, or
+/// gathered into `spilled`. Free of the scan, so that the scan's other fields stay writable.
+fn record<'a>(leaf: &'a [u8], spilled: &'a [u8], inline: Option<(usize, usize)>) -> &'a [u8] {
+    match inline {
+        Some((at, len)) => &leaf[at..at + len],
+        None => spilled,
+    }
+}
+
 /// Reads the header of `record` into `found`: (serial type, offset of its bytes) of each field
-/// up to the last one `layout` reads. The fields it holds, or `None` when the row does not pass
-/// the filter.
-fn header(
-    record: &[u8],
-    layout: &Layout,
-    found: &mut Vec<(u64, usize)>,
-) -> Result<Option<usize>, String> {
+/// up to the last one `layout` reads. False when the row does not pass the filter.
+fn header(record: &[u8], layout: &Layout, found: &mut Vec<(u64, usize)>) -> Result<bool, String> {
     let (header, n) = varint(record, 0).ok_or("its record header is cut off")?;
     let header = usize::try_from(header).map_err(|_| "its record header is too long")?;
     if header > record.len() || header < n {
@@ -600,10 +590,10 @@ fn header(
     }
     if let Some((f, filter)) = &layout.filter {
         if !filter.passes(cell(record, found, *f, false)) {
-            return Ok(None);
+            return Ok(false);
         }
     }
-    Ok(Some(found.len()))
+    Ok(true)
 }
 
 /// Field `f` of a record whose header [`header`] read into `found`: NULL past the fields the
@@ -649,7 +639,7 @@ fn decode(
     layout: &Layout,
     (found, cells): (&mut Vec<(u64, usize)>, &mut Vec<Cell>),
 ) -> Result<bool, String> {
-    if header(record, layout, found)?.is_none() {
+    if !header(record, layout, found)? {
         return Ok(false);
     }
     cells.clear();
@@ -668,7 +658,7 @@ fn decode_into(
     found: &mut Vec<(u64, usize)>,
     out: &mut Vec<SqlValue>,
 ) -> Result<bool, String> {
-    if header(record, layout, found)?.is_none() {
+    if !header(record, layout, found)? {
         return Ok(false);
     }
     out.push(SqlValue::Integer(rowid));
