@@ -106,30 +106,6 @@ fn dims(c: &mut Cols) -> Option<[i64; 3]> {
     }
 }
 
-/// `[x,y,z]` as a JSON argument, interned: shapes repeat, so no text is made per kernel (and
-/// freed by the writer's thread).
-fn dims_value(imp: &mut Importer, defs: &mut Defs, d: [i64; 3]) -> Value {
-    Value::JsonSym(imp.interned(defs, d, dims_text))
-}
-
-/// `[x,y,z]`, written with itoa into one buffer (`format!` was 4% of an nsys import's CPU
-/// time when this ran three times per kernel).
-fn dims_text([x, y, z]: [i64; 3]) -> String {
-    let (mut bx, mut by, mut bz) = (
-        itoa::Buffer::new(),
-        itoa::Buffer::new(),
-        itoa::Buffer::new(),
-    );
-    let (x, y, z) = (bx.format(x), by.format(y), bz.format(z));
-    let mut s = String::with_capacity(x.len() + y.len() + z.len() + 4);
-    for (sep, n) in [('[', x), (',', y), (',', z)] {
-        s.push(sep);
-        s.push_str(n);
-    }
-    s.push(']');
-    s
-}
-
 /// A row of a GPU table.
 pub fn decode_gpu(
     imp: &mut Importer,
@@ -286,7 +262,7 @@ fn kernel_args(
     for key in ["grid", "block", "cluster"] {
         if let Some(d) = dims(c) {
             if key != "cluster" || d != [0, 0, 0] {
-                let v = dims_value(imp, defs, d);
+                let v = Value::JsonSym(imp.shape(defs, d));
                 imp.arg(defs, args, key, v);
             }
         }

@@ -154,16 +154,11 @@ pub fn write_args(
 
 /// Args of a metadata record: JSON objects as they are, other values wrapped as `{"value": v}`.
 pub fn meta_args(defs: &Defs, v: &Value) -> Vec<u8> {
-    match v {
-        Value::Json(_) | Value::JsonSym(_)
-            if v.json(defs)
-                .is_some_and(|j| j.trim_start().starts_with('{')) =>
-        {
-            v.json(defs).unwrap_or_default().as_bytes().to_vec()
-        }
-        other => {
+    match v.json(defs) {
+        Some(j) if j.trim_start().starts_with('{') => j.as_bytes().to_vec(),
+        _ => {
             let mut a = b"{\"value\":".to_vec();
-            write_value(&mut a, defs, other);
+            write_value(&mut a, defs, v);
             a.push(b'}');
             a
         }
