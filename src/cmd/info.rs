@@ -14,7 +14,7 @@ use crate::formats;
 
 #[derive(Default)]
 struct Counts {
-    /// Events by kind, in the order of [`KINDS`] (a map per event was 2% of an import).
+    /// Events by kind, by [`Event::kind_index`] (a map per event was 2% of an import).
     events: [u64; 5],
     by_kind: BTreeMap<&'static str, u64>,
     /// Filled from `slices_by_cat` at the end: classifying one category per slice was 4%.
@@ -30,12 +30,10 @@ struct Counts {
     last: Option<i64>,
 }
 
-const KINDS: [&str; 5] = ["slice", "instant", "counter", "flow", "sample"];
-
 impl Counts {
     /// The counts by kind, once every event is in.
     fn tally(&mut self, defs: &Defs) {
-        for (name, n) in KINDS.iter().zip(self.events) {
+        for (name, n) in Event::KIND_NAMES.iter().zip(self.events) {
             if n > 0 {
                 self.by_kind.insert(name, n);
             }
@@ -50,15 +48,7 @@ impl Counts {
 impl Sink for Counts {
     fn event(&mut self, _: &Defs, _: &mut Diagnostics, e: Event) -> tracex_ir::Result<()> {
         let c = self;
-        let kind = match &e {
-            Event::Slice(_) => 0,
-            Event::Instant(_) => 1,
-            Event::Counter(_) => 2,
-            Event::Flow(_) => 3,
-            Event::Sample(_) => 4,
-        };
-        debug_assert_eq!(KINDS[kind], e.kind_name());
-        c.events[kind] += 1;
+        c.events[e.kind_index()] += 1;
         let mut span = |start: i64, end: i64| {
             c.first = Some(c.first.map_or(start, |f| f.min(start)));
             c.last = Some(c.last.map_or(end, |l| l.max(end)));
