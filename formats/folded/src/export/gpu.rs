@@ -105,21 +105,59 @@ const NONE: u32 = u32::MAX;
 /// A sampled thread: (OS pid, OS tid).
 type Thread = (Option<i64>, Option<i64>);
 
+/// One process's launches in time order, and where the last search in them ended.
+#[derive(Default)]
+struct Launches {
+    by_time: Vec<(i64, u32)>,
+    hint: usize,
+}
+
 /// The launch nearest `ts` among `launches` (sorted by time, then index), strictly closer than
-/// `tolerance`; at equal distance the one that came first, as the reference does.
-pub fn nearest(launches: &[(i64, u32)], ts: i64, tolerance: i64) -> Option<u32> {
-    let i = launches.partition_point(|&(t, _)| t < ts);
+/// `tolerance`; at equal distance the one that came first, as the reference does. `hint` is
+/// where the previous search of these launches ended: samples come in time order, so the search
+/// gallops forward from there instead of bisecting all launches (whose cache misses were the
+/// join's cost at a million launches).
+pub fn nearest(launches: &[(i64, u32)], ts: i64, tolerance: i64, hint: &mut usize) -> Option<u32> {
+    let i = first_at_or_after(launches, ts, *hint);
+    *hint = i;
     let mut best: Option<(i64, u32)> = launches.get(i).map(|&(t, c)| (t.saturating_sub(ts), c));
     if i > 0 {
         let before = launches[i - 1].0;
         // the first of the launches at that time
-        let j = launches[..i].partition_point(|&(t, _)| t < before);
+        let j = first_of_time(launches, i - 1);
         let (dist, c) = (ts.saturating_sub(before), launches[j].1);
         if best.is_none_or(|(bd, bc)| dist < bd || (dist == bd && c < bc)) {
             best = Some((dist, c));
         }
     }
     best.filter(|&(dist, _)| dist < tolerance).map(|(_, c)| c)
+}
+
+/// The first index whose time is at least `ts`, found by galloping forward from `from` when
+/// every launch before `from` is earlier than `ts`, by bisection otherwise.
+fn first_at_or_after(launches: &[(i64, u32)], ts: i64, from: usize) -> usize {
+    let before = |k: usize| launches[k].0 < ts;
+    if from > launches.len() || (from > 0 && !before(from - 1)) {
+        return launches.partition_point(|&(t, _)| t < ts);
+    }
+    let mut step = 1;
+    while from + step <= launches.len() && before(from + step - 1) {
+        step *= 2;
+    }
+    let lo = from + step / 2;
+    let hi = (from + step).min(launches.len());
+    lo + launches[lo..hi].partition_point(|&(t, _)| t < ts)
+}
+
+/// The first index with the time of launch `k`, galloping back from `k`.
+fn first_of_time(launches: &[(i64, u32)], k: usize) -> usize {
+    let t = launches[k].0;
+    let mut step = 1;
+    while step <= k && launches[k - step].0 == t {
+        step *= 2;
+    }
+    let lo = k.saturating_sub(step);
+    lo + launches[lo..=k].partition_point(|&(u, _)| u < t)
 }
 
 /// A GPU time in µs as Python reads it from CUPTI JSON: the float nearest the decimal text of
@@ -308,17 +346,18 @@ impl Gpu {
             }
         }
         let traced = self.traced();
-        let mut launches: FxHashMap<Option<i64>, Vec<(i64, u32)>> = FxHashMap::default();
+        let mut launches: FxHashMap<Option<i64>, Launches> = FxHashMap::default();
         for (i, c) in self.calls.iter().enumerate() {
             if c.launch {
                 launches
                     .entry(self.pid(c.root))
                     .or_default()
+                    .by_time
                     .push((c.ts, i as u32));
             }
         }
-        for v in launches.values_mut() {
-            v.sort_unstable();
+        for l in launches.values_mut() {
+            l.by_time.sort_unstable();
         }
         let mut b = Builder::new(tree);
         let mut matched_calls = vec![false; self.calls.len()];
@@ -329,7 +368,9 @@ impl Gpu {
                 continue;
             }
             sum.at_launch += 1;
-            let call = launches.get(&pid).and_then(|l| nearest(l, s.ts, tolerance));
+            let call = launches
+                .get_mut(&pid)
+                .and_then(|l| nearest(&l.by_time, s.ts, tolerance, &mut l.hint));
             let work = call.map(|c| first[c as usize]).filter(|&w| w != NONE);
             let leaf = match (call, work) {
                 (_, Some(w)) => {
@@ -684,17 +725,39 @@ mod tests {
 
     #[test]
     fn nearest_within_tolerance_ties_to_the_first() {
+        let near = |l: &[(i64, u32)], ts, tol| nearest(l, ts, tol, &mut 0);
         let l = [(100, 0), (200, 1), (200, 2), (300, 3)];
-        assert_eq!(nearest(&l, 90, 50), Some(0));
-        assert_eq!(nearest(&l, 190, 50), Some(1));
-        assert_eq!(nearest(&l, 260, 50), Some(3));
+        assert_eq!(near(&l, 90, 50), Some(0));
+        assert_eq!(near(&l, 190, 50), Some(1));
+        assert_eq!(near(&l, 260, 50), Some(3));
         // equidistant from 200 and 300: the launch that came first
-        assert_eq!(nearest(&l, 250, 51), Some(1));
+        assert_eq!(near(&l, 250, 51), Some(1));
         // the tolerance is exclusive, as in the reference
-        assert_eq!(nearest(&l, 350, 50), None);
-        assert_eq!(nearest(&l, 349, 50), Some(3));
-        assert_eq!(nearest(&[], 5, 50), None);
+        assert_eq!(near(&l, 350, 50), None);
+        assert_eq!(near(&l, 349, 50), Some(3));
+        assert_eq!(near(&[], 5, 50), None);
         // equal distance, the later time came first in the input
-        assert_eq!(nearest(&[(10, 5), (30, 4)], 20, 50), Some(4));
+        assert_eq!(near(&[(10, 5), (30, 4)], 20, 50), Some(4));
+    }
+
+    #[test]
+    fn nearest_gives_the_same_launch_from_any_hint() {
+        // runs of equal times, so that galloping back to the first of a time is exercised
+        let mut l: Vec<(i64, u32)> = (0..200u32).map(|i| ((i / 7 * 10) as i64, i)).collect();
+        l.sort_unstable();
+        let brute = |ts: i64| {
+            l.iter()
+                .map(|&(t, c)| ((t - ts).abs(), c))
+                .filter(|&(d, _)| d < 6)
+                .min()
+                .map(|(_, c)| c)
+        };
+        for ts in -20..320 {
+            for hint in 0..=l.len() + 1 {
+                let mut h = hint;
+                assert_eq!(nearest(&l, ts, 6, &mut h), brute(ts), "ts {ts} hint {hint}");
+                assert_eq!(h, l.partition_point(|&(t, _)| t < ts));
+            }
+        }
     }
 }
