@@ -241,17 +241,15 @@ impl<S: Stage> Sorter<S> {
 fn write_runs(mut buf: Buffer) -> Result<SpillDone> {
     buf.sort();
     let mut runs = Vec::new();
-    let mut key = Vec::new();
+    let mut seq = Vec::new();
     for segment in buf.entries.chunk_by(|a, b| a.input == b.input) {
         let mut w = BufWriter::with_capacity(1 << 20, run_file()?);
         for e in segment {
-            key.clear();
-            codec::put_i64(&mut key, e.key.ts);
-            key.push(e.key.class);
-            codec::put_i64(&mut key, e.key.neg_dur);
-            codec::put_u64(&mut key, e.key.seq);
-            w.write_all(&((key.len() + e.len as usize) as u32).to_le_bytes())?;
-            w.write_all(&key)?;
+            // the rest of the key is the event's own (OrderKey::of), rebuilt when read back
+            seq.clear();
+            codec::put_u64(&mut seq, e.key.seq);
+            w.write_all(&((seq.len() + e.len as usize) as u32).to_le_bytes())?;
+            w.write_all(&seq)?;
             w.write_all(buf.encoded(e))?;
         }
         let mut f = w.into_inner().map_err(|e| e.into_error())?;
@@ -300,23 +298,13 @@ impl RunReader {
     }
 }
 
-/// A run record: the event's order key, then the event.
+/// A run record: the event's arrival number, then the event, from which the rest of its order
+/// key follows (decoding the key's time and duration a second time was a tenth of the merge).
 fn decode_record(rec: &[u8]) -> Result<(OrderKey, Event)> {
     let mut d = Decoder::new(rec);
-    let ts = d.i64()?;
-    let class = d.u64()? as u8;
-    let neg_dur = d.i64()?;
     let seq = d.u64()?;
     let ev = d.event()?;
-    Ok((
-        OrderKey {
-            ts,
-            class,
-            neg_dur,
-            seq,
-        },
-        ev,
-    ))
+    Ok((OrderKey::of(&ev, seq), ev))
 }
 
 /// A sorted source in the final merge: a run on disk or one input's segment of the last
