@@ -7,7 +7,7 @@ use std::io::Read;
 
 use rustc_hash::FxHashMap;
 use tracex_ir::kind::cat;
-use tracex_ir::{Defs, Diagnostics, Event, ImportCtx, Location, Result, StrId, Value};
+use tracex_ir::{Defs, Event, ImportCtx, Location, Result, StrId, Value};
 
 use super::categories::{CAT_MEMORY, CAT_OVERHEAD};
 use super::correlation::Correlation;
@@ -22,12 +22,21 @@ pub fn import<R: Read + Send>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     ctx.defs.clock.origin_unix_ns = Some(0);
     let mut index = 0u64;
     ctx.filtered(
-        |defs, diag, ev| {
+        |defs, _, ev| {
             index += 1;
-            state.map(defs, diag, ev, index - 1)
+            state.map(defs, ev, index - 1)
         },
         |inner| tracex_chrome::import(reader, &Default::default(), inner),
     )?;
+    if let Some(first) = state.no_stream.first {
+        let n = state.no_stream.count;
+        ctx.diag.record_n(
+            &d::JSON_NO_STREAM,
+            n,
+            Location::Event(first),
+            None::<String>,
+        );
+    }
     std::mem::take(&mut state.corr).finish(ctx, Location::Event)
 }
 
@@ -37,6 +46,16 @@ struct State {
     corr: Correlation,
     keys: Option<Keys>,
     renamed: FxHashMap<(StrId, StrId), Option<Renamed>>,
+    /// Kernels and copies without device or stream: every one of them in most CUPTI JSON, so
+    /// counted here and recorded once.
+    no_stream: Tally,
+}
+
+/// How many events had a property, and the index of the first.
+#[derive(Default)]
+struct Tally {
+    count: u64,
+    first: Option<u64>,
 }
 
 /// Interned names this filter compares against.
@@ -110,15 +129,8 @@ impl State {
         })
     }
 
-    fn map(
-        &mut self,
-        defs: &mut Defs,
-        diag: &mut Diagnostics,
-        ev: Event,
-        index: u64,
-    ) -> Result<Option<Event>> {
+    fn map(&mut self, defs: &mut Defs, ev: Event, index: u64) -> Result<Option<Event>> {
         let k = self.keys(defs);
-        let at = Location::Event(index);
         match ev {
             Event::Slice(mut s) => {
                 let Some(r) = self.rename(defs, s.cat, s.name) else {
@@ -149,7 +161,8 @@ impl State {
                         let device = int_arg(&s.args, k.device);
                         let stream = int_arg(&s.args, k.stream);
                         if device.is_none() || stream.is_none() {
-                            diag.record(&d::JSON_NO_STREAM, at.clone());
+                            self.no_stream.count += 1;
+                            self.no_stream.first.get_or_insert(index);
                         }
                         let stream = stream
                             .and_then(|s| u32::try_from(s).ok())
