@@ -47,18 +47,25 @@ pub fn import<R: Read + Send>(reader: R, _opts: &ImportOptions, ctx: &mut Import
                 parsed,
             } => {
                 imp.index = index;
-                let raw = match parsed.map_or_else(|| raw::parse_event_serde(bytes), Ok) {
-                    Ok(r) => r,
-                    Err(_) if bytes.first() != Some(&b'{') => {
-                        ctx.diag.record(&d::NOT_AN_OBJECT, Location::Event(index));
-                        return Ok(());
-                    }
-                    Err(e) => {
-                        return Err(Error::invalid(
-                            Location::Byte(offset + e.column().saturating_sub(1) as u64),
-                            format!("event #{index} is not valid JSON: {e}"),
-                        ));
-                    }
+                let serde;
+                let raw = match parsed {
+                    Some(r) => r,
+                    None => match raw::parse_event_serde(bytes) {
+                        Ok(r) => {
+                            serde = r;
+                            &serde
+                        }
+                        Err(_) if bytes.first() != Some(&b'{') => {
+                            ctx.diag.record(&d::NOT_AN_OBJECT, Location::Event(index));
+                            return Ok(());
+                        }
+                        Err(e) => {
+                            return Err(Error::invalid(
+                                Location::Byte(offset + e.column().saturating_sub(1) as u64),
+                                format!("event #{index} is not valid JSON: {e}"),
+                            ));
+                        }
+                    },
                 };
                 imp.event(ctx, raw)
             }
@@ -194,7 +201,7 @@ impl Importer {
         t.as_ref().map(|t| ctx.defs.intern(t.as_str()))
     }
 
-    fn event(&mut self, ctx: &mut ImportCtx, e: RawEvent<'_>) -> Result<()> {
+    fn event(&mut self, ctx: &mut ImportCtx, e: &RawEvent<'_>) -> Result<()> {
         if e.fields == 0 {
             self.note(ctx, &d::EMPTY_EVENT);
             return Ok(());
@@ -216,7 +223,7 @@ impl Importer {
             if e.ts.is_some() {
                 self.note(ctx, &d::METADATA_TS_IGNORED);
             }
-            return self.metadata(ctx, &e);
+            return self.metadata(ctx, e);
         }
         let ts = match self.time(ctx, e.ts) {
             Some(Ok(ts)) => ts - self.shift,
@@ -230,27 +237,27 @@ impl Importer {
             self.note(ctx, &d::END_STACK_DROPPED);
         }
         match ph {
-            'X' => self.complete(ctx, &e, ts),
+            'X' => self.complete(ctx, e, ts),
             'B' => {
-                let track = self.thread_track(ctx, &e);
-                let slice = self.slice(ctx, &e, track, ts)?;
-                self.bind_v2(ctx, &e, track, ts);
+                let track = self.thread_track(ctx, e);
+                let slice = self.slice(ctx, e, track, ts)?;
+                self.bind_v2(ctx, e, track, ts);
                 self.open.begin(OpenKey::Thread(track), slice);
                 Ok(())
             }
             'E' => {
-                let track = self.thread_track(ctx, &e);
-                self.end(ctx, &e, OpenKey::Thread(track), ts, &d::UNMATCHED_END)
+                let track = self.thread_track(ctx, e);
+                self.end(ctx, e, OpenKey::Thread(track), ts, &d::UNMATCHED_END)
             }
             'i' | 'I' | 'R' => {
                 let track = match text(&e.s) {
                     Some("g") => ctx.defs.global_track(),
-                    Some("p") => self.process_track(ctx, &e),
-                    _ => self.thread_track(ctx, &e),
+                    Some("p") => self.process_track(ctx, e),
+                    _ => self.thread_track(ctx, e),
                 };
-                self.instant(ctx, &e, track, ts, None)
+                self.instant(ctx, e, track, ts, None)
             }
-            'C' => self.counter(ctx, &e, ts),
+            'C' => self.counter(ctx, e, ts),
             'b' | 'S' | 'N' | '(' => {
                 let ns = match ph {
                     'b' => NS_NESTABLE,
@@ -258,10 +265,10 @@ impl Importer {
                     'N' => NS_OBJECT,
                     _ => NS_CONTEXT,
                 };
-                let track = self.async_track(ctx, &e, ns);
-                let slice = self.slice(ctx, &e, track, ts)?;
+                let track = self.async_track(ctx, e, ns);
+                let slice = self.slice(ctx, e, track, ts)?;
                 if ph == 'b' {
-                    self.bind_v2(ctx, &e, track, ts);
+                    self.bind_v2(ctx, e, track, ts);
                 }
                 self.open.begin(OpenKey::Async(track), slice);
                 Ok(())
@@ -273,8 +280,8 @@ impl Importer {
                     'D' => NS_OBJECT,
                     _ => NS_CONTEXT,
                 };
-                let track = self.async_track(ctx, &e, ns);
-                self.end(ctx, &e, OpenKey::Async(track), ts, &d::UNMATCHED_ASYNC_END)
+                let track = self.async_track(ctx, e, ns);
+                self.end(ctx, e, OpenKey::Async(track), ts, &d::UNMATCHED_ASYNC_END)
             }
             'n' | 'T' | 'p' | 'O' => {
                 let ns = match ph {
@@ -282,37 +289,37 @@ impl Importer {
                     'O' => NS_OBJECT,
                     _ => NS_LEGACY,
                 };
-                let track = self.async_track(ctx, &e, ns);
+                let track = self.async_track(ctx, e, ns);
                 if ph == 'n' {
-                    self.bind_v2(ctx, &e, track, ts);
+                    self.bind_v2(ctx, e, track, ts);
                 }
                 // Legacy steps carry their step name in args.step; the IR keeps args as they are.
-                self.instant(ctx, &e, track, ts, None)
+                self.instant(ctx, e, track, ts, None)
             }
             's' | 't' | 'f' => {
-                let track = self.thread_track(ctx, &e);
-                self.flow_v1(ctx, &e, ph, track, ts);
+                let track = self.thread_track(ctx, e);
+                self.flow_v1(ctx, e, ph, track, ts);
                 Ok(())
             }
-            'P' => self.sample(ctx, &e, ts),
+            'P' => self.sample(ctx, e, ts),
             'V' | 'v' => {
                 self.note(ctx, &d::MEMORY_DUMP_AS_INSTANT);
                 let track = if ph == 'V' {
                     ctx.defs.global_track()
                 } else {
-                    self.process_track(ctx, &e)
+                    self.process_track(ctx, e)
                 };
                 let name = if e.name.is_some() {
                     None
                 } else {
                     Some("memory_dump")
                 };
-                self.instant(ctx, &e, track, ts, name)
+                self.instant(ctx, e, track, ts, name)
             }
             'c' => {
                 self.note(ctx, &d::CLOCK_SYNC_AS_INSTANT);
                 let track = ctx.defs.global_track();
-                self.instant(ctx, &e, track, ts, Some("clock_sync"))
+                self.instant(ctx, e, track, ts, Some("clock_sync"))
             }
             '=' => {
                 self.note(ctx, &d::LINKED_IDS_DROPPED);
