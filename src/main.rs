@@ -1,5 +1,7 @@
 //! `tracex`: convert GPU and CPU performance traces between formats.
 
+#[cfg(feature = "mimalloc")]
+mod allocator;
 mod cli;
 mod cmd;
 mod filter;
@@ -17,12 +19,6 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 
-/// Importers allocate many small argument lists and strings per event, often freed on another
-/// thread (the sorter's merge); mimalloc serves that pattern faster than glibc's allocator.
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// `--max-memory SIZE`: the watchdog, started before any work.
 fn start_memory_limit(size: Option<&str>) -> anyhow::Result<()> {
     let Some(text) = size else {
@@ -35,6 +31,8 @@ fn start_memory_limit(size: Option<&str>) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
+    #[cfg(feature = "mimalloc")]
+    allocator::init();
     // --color is known before clap parses, so that clap's errors are coloured as ours are
     let color = term::color_from_args(std::env::args_os());
     term::init(color);
