@@ -18,29 +18,71 @@ pub struct ExtLine<'a> {
     pub stack: &'a str,
 }
 
-/// The first `n` whitespace-separated fields and the rest (trimmed), if there are that many.
-fn fields(line: &str, n: usize) -> Option<(Vec<&str>, &str)> {
-    let mut out = Vec::with_capacity(n);
-    let mut rest = line.trim_start();
-    for _ in 0..n {
+/// The first `N` whitespace-separated fields and the rest (trimmed), if there are that many.
+fn fields<const N: usize>(line: &str) -> Option<([&str; N], &str)> {
+    let mut out = [""; N];
+    let mut rest = trim_start(line);
+    for field in &mut out {
         if rest.is_empty() {
             return None;
         }
-        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-        out.push(&rest[..end]);
-        rest = rest[end..].trim_start();
+        let end = field_end(rest);
+        *field = &rest[..end];
+        rest = trim_start(&rest[end..]);
     }
     Some((out, rest.trim_end()))
+}
+
+/// `str::trim_start`, by bytes while they are ASCII.
+fn trim_start(s: &str) -> &str {
+    match s
+        .bytes()
+        .position(|b| !(b.is_ascii_whitespace() || b == 0x0b))
+    {
+        Some(i) if !s.as_bytes()[i].is_ascii() => s[i..].trim_start(),
+        Some(i) => &s[i..],
+        None => "",
+    }
+}
+
+/// Where the first whitespace (Unicode's, as `char::is_whitespace`) of `s` is, or its length.
+/// Bytes are scanned, and chars only from a non-ASCII byte on: the fields are ASCII but for
+/// the command, and decoding chars was a tenth of importing a million uprobe stacks.
+fn field_end(s: &str) -> usize {
+    match s
+        .bytes()
+        .position(|b| b.is_ascii_whitespace() || b == 0x0b || !b.is_ascii())
+    {
+        Some(i) if !s.as_bytes()[i].is_ascii() => {
+            i + s[i..].find(char::is_whitespace).unwrap_or(s.len() - i)
+        }
+        Some(i) => i,
+        None => s.len(),
+    }
 }
 
 fn digits(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// The value of a non-empty string of ASCII digits that fits `i64`, in one pass.
+fn decimal(s: &str) -> Option<i64> {
+    if s.is_empty() {
+        return None;
+    }
+    s.bytes().try_fold(0i64, |v, b| {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v.checked_mul(10)?.checked_add(d as i64)
+    })
+}
+
 /// Whether a line has the extended shape: a numeric timestamp, a command, three numbers, and a
 /// stack.
 pub fn looks_extended(line: &str) -> bool {
-    match fields(line, 5) {
+    match fields::<5>(line) {
         Some((f, rest)) => {
             !rest.is_empty() && digits(f[0]) && digits(f[2]) && digits(f[3]) && digits(f[4])
         }
@@ -56,17 +98,12 @@ pub fn parse(line: &str) -> Result<ExtLine<'_>, (&'static DiagKind, String)> {
             "fewer than six fields (timestamp_ns comm pid tid cpu stack)".to_string(),
         )
     };
-    let (f, stack) = fields(line, 5).ok_or_else(short)?;
+    let (f, stack) = fields::<5>(line).ok_or_else(short)?;
     if stack.is_empty() {
         return Err(short());
     }
     let num = |what: &str, s: &str| -> Result<i64, (&'static DiagKind, String)> {
-        if digits(s) {
-            if let Ok(v) = s.parse::<i64>() {
-                return Ok(v);
-            }
-        }
-        Err((&d::EXT_BAD_NUMBER, format!("{what} {s:?} is not a number")))
+        decimal(s).ok_or_else(|| (&d::EXT_BAD_NUMBER, format!("{what} {s:?} is not a number")))
     };
     let ts = num("timestamp", f[0])?;
     let pid = num("pid", f[2])?;
@@ -89,7 +126,7 @@ pub fn parse(line: &str) -> Result<ExtLine<'_>, (&'static DiagKind, String)> {
 
 /// Removes terminal escape sequences (`ESC [ ... letter`), which a coloured log may carry.
 pub fn strip_ansi(line: &str) -> Cow<'_, str> {
-    if !line.contains('\u{1b}') {
+    if memchr::memchr(0x1b, line.as_bytes()).is_none() {
         return Cow::Borrowed(line);
     }
     let mut out = String::with_capacity(line.len());
@@ -114,6 +151,49 @@ pub fn strip_ansi(line: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_digits_only_and_fit_i64() {
+        assert_eq!(decimal("0"), Some(0));
+        assert_eq!(decimal("9223372036854775807"), Some(i64::MAX));
+        assert_eq!(decimal("9223372036854775808"), None);
+        for bad in ["", "-1", "+1", "1a", " 1", "١"] {
+            assert_eq!(decimal(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn trimming_is_str_trim_start() {
+        for s in [
+            "  a b",
+            "\u{0b}\t x",
+            "\u{a0}\u{3000}y",
+            " \u{85}",
+            "",
+            "   ",
+            "é ",
+        ] {
+            assert_eq!(trim_start(s), s.trim_start(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn a_field_ends_at_any_unicode_whitespace() {
+        for s in [
+            "abc def",
+            "abc",
+            "a\u{0b}b",
+            "é\u{a0}x",
+            "ab\u{3000}c",
+            "x\u{85}",
+            "ü",
+            "",
+            "\tq",
+        ] {
+            let want = s.find(char::is_whitespace).unwrap_or(s.len());
+            assert_eq!(field_end(s), want, "{s:?}");
+        }
+    }
 
     #[test]
     fn splits_five_fields_then_the_stack() {
