@@ -190,8 +190,31 @@ impl<'a> Decoder<'a> {
     }
 
     fn long_u64(&mut self) -> Result<u64> {
+        // Times are epoch nanoseconds: nine bytes, a byte at a time the merge thread's largest
+        // decoding cost. Eight of them are read as one word and their 7-bit groups gathered
+        // at once; a value that ends within them is done.
         let mut v = 0u64;
         let mut shift = 0;
+        if let Some(word) = self.buf.get(self.pos..self.pos + 8) {
+            let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+            let ends = !word & 0x8080_8080_8080_8080;
+            let len = match ends {
+                0 => 8,
+                e => e.trailing_zeros() as usize / 8 + 1,
+            };
+            let kept = match len {
+                8 => word,
+                n => word & ((1u64 << (8 * n)) - 1),
+            };
+            for i in 0..8 {
+                v |= ((kept >> (8 * i)) & 0x7f) << (7 * i);
+            }
+            self.pos += len;
+            if ends != 0 {
+                return Ok(v);
+            }
+            shift = 56;
+        }
         loop {
             let b = self.byte()?;
             v |= ((b & 0x7f) as u64) << shift;
@@ -330,6 +353,42 @@ impl<'a> Decoder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn varints_round_trip_at_every_length_and_offset() {
+        let mut values = vec![
+            0u64,
+            1,
+            127,
+            128,
+            255,
+            16_383,
+            16_384,
+            u64::MAX,
+            u64::MAX - 1,
+        ];
+        for shift in 0..64 {
+            values.extend([1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) | 1]);
+        }
+        values.push(3_523_400_000_000_000_123);
+        for pad in 0..3 {
+            let mut buf = vec![0x55u8; pad];
+            for &v in &values {
+                put_u64(&mut buf, v);
+            }
+            // nothing after the last value: the word read must not pass the end
+            let mut d = Decoder::new(&buf);
+            d.pos = pad;
+            for &v in &values {
+                assert_eq!(d.u64().unwrap(), v, "pad {pad}");
+            }
+            assert!(d.at_end());
+        }
+        // more than ten bytes, and a value cut short, are errors
+        assert!(Decoder::new(&[0xff; 11]).u64().is_err());
+        assert!(Decoder::new(&[0xff; 9]).u64().is_err());
+        assert!(Decoder::new(&[0x80, 0x80]).u64().is_err());
+    }
 
     #[test]
     fn round_trips_every_variant() {
