@@ -572,6 +572,46 @@ mod tests {
     }
 
     #[test]
+    fn records_cut_by_the_read_buffer_or_larger_than_it_come_back_whole() {
+        // argument texts from a few bytes to past the run reader's 256 KiB buffer, so that
+        // records lie whole in it, straddle its end, or exceed it
+        let events: Vec<Event> = (0..120i64)
+            .map(|i| {
+                let len = (i as usize * 7_919) % (300 << 10);
+                Event::Instant(Instant {
+                    track: TrackId(0),
+                    ts: (i * 37) % 50,
+                    name: StrId(1),
+                    cat: None,
+                    args: vec![crate::model::Arg {
+                        key: StrId(2),
+                        value: crate::model::Value::Str("x".repeat(len).into()),
+                    }],
+                    stack: None,
+                    color: None,
+                })
+            })
+            .collect();
+        let sorted = |first_run: usize| {
+            let (mut defs, mut diag) = (Defs::new(), Diagnostics::default());
+            let mut s = Sorter::with_budget(MemSink::default(), usize::MAX);
+            s.first_run = first_run;
+            for e in events.iter().cloned() {
+                s.push(&mut defs, &mut diag, e).unwrap();
+            }
+            s.collect_spill().unwrap();
+            let runs = s.spilled_runs();
+            s.end(&mut defs, &mut diag).unwrap();
+            (s.into_inner().events, runs)
+        };
+        let (memory, none) = sorted(usize::MAX);
+        let (spilled, runs) = sorted(1 << 20);
+        assert_eq!(none, 0);
+        assert!(runs > 3, "{runs} runs");
+        assert!(memory == spilled, "spilled records differ from memory");
+    }
+
+    #[test]
     fn spilling_gives_the_same_order_as_memory() {
         let (a, runs_a) = run(usize::MAX);
         let (b, runs_b) = run(2_000);
