@@ -1,7 +1,8 @@
 //! The join of CUDA calls and the GPU work they launched, by correlation id.
 
-use tracex_ir::{Event, FlowBind, FlowPoint, FlowRole, ImportCtx, Location, Result, TrackId};
+use tracex_ir::{Event, FlowBind, FlowPoint, FlowRole, ImportCtx, Result, TrackId};
 
+use super::tally::{Loc, Tally};
 use crate::diag as d;
 
 /// Name and category of the call → GPU work flows (Kineto's, which viewers know).
@@ -18,31 +19,6 @@ struct Point {
     at: u64,
     track: TrackId,
 }
-
-/// The count and first occurrence (in input order) of one diagnostic kind.
-#[derive(Default)]
-struct Tally {
-    count: u64,
-    first: Option<(u64, String)>,
-}
-
-impl Tally {
-    fn add(&mut self, p: &Point, detail: impl FnOnce() -> String) {
-        self.count += 1;
-        if self.first.as_ref().is_none_or(|f| p.at < f.0) {
-            self.first = Some((p.at, detail()));
-        }
-    }
-
-    fn record(self, ctx: &mut ImportCtx, kind: &'static tracex_ir::DiagKind, loc: Loc) {
-        if let Some((at, detail)) = self.first {
-            ctx.diag.record_n(kind, self.count, loc(at), Some(detail));
-        }
-    }
-}
-
-/// How an importer's positions become locations (`Location::Event`, `Location::Line`).
-pub type Loc = fn(u64) -> Location;
 
 /// Joins calls and GPU work by correlation id, at the end (records come in buffer order, not
 /// in time order).
@@ -69,7 +45,9 @@ impl Correlation {
         let mut duplicate = Tally::default();
         for pair in self.calls.windows(2) {
             if pair[0].id == pair[1].id {
-                duplicate.add(&pair[1], || format!("correlation id {}", pair[1].id));
+                duplicate.add(pair[1].at, || {
+                    Some(format!("correlation id {}", pair[1].id))
+                });
             }
         }
         duplicate.record(ctx, &d::DUPLICATE_CORRELATION, loc);
@@ -82,11 +60,11 @@ impl Correlation {
                 c += 1;
             }
             let Some(call) = self.calls.get(c).filter(|call| call.id == w.id) else {
-                orphan.add(w, || format!("correlation id {}", w.id));
+                orphan.add(w.at, || Some(format!("correlation id {}", w.id)));
                 continue;
             };
             if w.ts < call.ts {
-                backwards.add(w, || format!("correlation id {}", w.id));
+                backwards.add(w.at, || Some(format!("correlation id {}", w.id)));
                 continue;
             }
             // the correlation id, as Kineto's flows have it, unless taken
@@ -117,7 +95,7 @@ impl Correlation {
 mod tests {
     use super::*;
     use tracex_ir::mem::MemSink;
-    use tracex_ir::{Defs, Diagnostics, Progress};
+    use tracex_ir::{Defs, Diagnostics, Location, Progress};
 
     #[test]
     fn correlation_joins_by_id_and_counts_the_rest() {

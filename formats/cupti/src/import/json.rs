@@ -12,6 +12,7 @@ use tracex_ir::{Defs, Event, ImportCtx, Location, Result, StrId, Value};
 use super::categories::{CAT_MEMORY, CAT_OVERHEAD};
 use super::correlation::Correlation;
 use super::devices::{Devices, UNKNOWN_STREAM};
+use super::tally::Tally;
 use crate::diag as d;
 
 /// Reads CUPTI Chrome JSON from `reader` into `ctx`.
@@ -28,15 +29,7 @@ pub fn import<R: Read + Send>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
         },
         |inner| tracex_chrome::import(reader, &Default::default(), inner),
     )?;
-    if let Some(first) = state.no_stream.first {
-        let n = state.no_stream.count;
-        ctx.diag.record_n(
-            &d::JSON_NO_STREAM,
-            n,
-            Location::Event(first),
-            None::<String>,
-        );
-    }
+    std::mem::take(&mut state.no_stream).record(ctx, &d::JSON_NO_STREAM, Location::Event);
     std::mem::take(&mut state.corr).finish(ctx, Location::Event)
 }
 
@@ -46,16 +39,8 @@ struct State {
     corr: Correlation,
     keys: Option<Keys>,
     renamed: FxHashMap<(StrId, StrId), Option<Renamed>>,
-    /// Kernels and copies without device or stream: every one of them in most CUPTI JSON, so
-    /// counted here and recorded once.
+    /// Kernels and copies without device or stream: every one of them in most CUPTI JSON.
     no_stream: Tally,
-}
-
-/// How many events had a property, and the index of the first.
-#[derive(Default)]
-struct Tally {
-    count: u64,
-    first: Option<u64>,
 }
 
 /// Interned names this filter compares against.
@@ -161,8 +146,7 @@ impl State {
                         let device = int_arg(&s.args, k.device);
                         let stream = int_arg(&s.args, k.stream);
                         if device.is_none() || stream.is_none() {
-                            self.no_stream.count += 1;
-                            self.no_stream.first.get_or_insert(index);
+                            self.no_stream.add(index, || None);
                         }
                         let stream = stream
                             .and_then(|s| u32::try_from(s).ok())

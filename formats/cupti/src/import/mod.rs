@@ -11,6 +11,7 @@ mod correlation;
 mod devices;
 pub mod json;
 pub mod record;
+mod tally;
 pub mod text;
 
 pub use categories::{CAT_MEMORY, CAT_OVERHEAD};
