@@ -33,12 +33,15 @@ fn fields<const N: usize>(line: &str) -> Option<([&str; N], &str)> {
     Some((out, rest.trim_end()))
 }
 
+/// An ASCII byte `char::is_whitespace` accepts (`u8::is_ascii_whitespace` leaves out the
+/// vertical tab).
+fn ascii_space(b: u8) -> bool {
+    b.is_ascii_whitespace() || b == 0x0b
+}
+
 /// `str::trim_start`, by bytes while they are ASCII.
 fn trim_start(s: &str) -> &str {
-    match s
-        .bytes()
-        .position(|b| !(b.is_ascii_whitespace() || b == 0x0b))
-    {
+    match s.bytes().position(|b| !ascii_space(b)) {
         Some(i) if !s.as_bytes()[i].is_ascii() => s[i..].trim_start(),
         Some(i) => &s[i..],
         None => "",
@@ -49,10 +52,7 @@ fn trim_start(s: &str) -> &str {
 /// Bytes are scanned, and chars only from a non-ASCII byte on: the fields are ASCII but for
 /// the command, and decoding chars was a tenth of importing a million uprobe stacks.
 fn field_end(s: &str) -> usize {
-    match s
-        .bytes()
-        .position(|b| b.is_ascii_whitespace() || b == 0x0b || !b.is_ascii())
-    {
+    match s.bytes().position(|b| ascii_space(b) || !b.is_ascii()) {
         Some(i) if !s.as_bytes()[i].is_ascii() => {
             i + s[i..].find(char::is_whitespace).unwrap_or(s.len() - i)
         }
