@@ -92,7 +92,7 @@ struct Key {
 
 /// How `table`'s rows, in rowid order, stand against the IR order: `ts` ascending and, at equal
 /// `ts`, `end` descending with NULL (an open range) first. One scan of two columns, much
-/// cheaper than the sort it saves. A table out of order but close to it gets a second scan
+/// cheaper than the sort it saves, which stops at the first row out of order. A table out of order but close to it gets a second scan
 /// that sorts the keys in memory (32 bytes a row, for the time of the sort) and keeps the
 /// rowids in order (8 bytes a row): SQLite's sorter took a sixth of such an import. A table
 /// far from order gets the same, for [`crate::shuffle`]. Any `ts` or `end` that is not an
@@ -124,35 +124,50 @@ pub fn storage_order(
         let mut rows = ScanRows::open(conn, (&sql, &[]), Some(&spec), &mut stmt, doing)?;
         scan_keys(&mut rows, f)
     };
-    // rows that sort before the previous one
-    let mut breaks = 0usize;
-    let mut rows = 0usize;
+    // the first scan stops at the first row that sorts before the previous one: most tables
+    // are in order and are read to the end; a table out of order is known after a few rows,
+    // and the second scan below reads its keys (and counts its breaks) anyway
     let mut prev: Option<Key> = None;
+    let mut ordered = true;
     let whole = scan(&mut |k| {
-        breaks += usize::from(prev.is_some_and(|p| k < p));
+        ordered = prev.is_none_or(|p| p <= k);
         prev = Some(k);
-        rows += 1;
-        true
+        ordered
     })?;
     if !whole {
         return Ok(Order::Unsorted);
     }
-    if breaks == 0 {
+    if ordered {
         return Ok(Order::Sorted);
     }
     let _one_at_a_time = sorting.lock().unwrap_or_else(|p| p.into_inner());
-    // the keys, with positions in storage order instead of rowids (the same order)
-    let mut keys: Vec<Key> = Vec::with_capacity(rows);
-    let mut rowids: Vec<i64> = Vec::with_capacity(rows);
+    // the keys, with positions in storage order instead of rowids (the same order); rows that
+    // sort before the previous one
+    // sized from SQLite's count of the b-tree's cells, which reads pages but decodes no record:
+    // vectors grown by doubling held up to twice the keys at the import's peak
+    let count: usize = conn
+        .query_row(
+            &format!("SELECT count(*) FROM {}", table.sql_name()),
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or(0);
+    let mut keys: Vec<Key> = Vec::with_capacity(count);
+    let mut rowids: Vec<i64> = Vec::with_capacity(count);
+    let mut breaks = 0usize;
+    let mut prev: Option<Key> = None;
     let whole = scan(&mut |mut k| {
+        breaks += usize::from(prev.is_some_and(|p| k < p));
+        prev = Some(k);
         rowids.push(k.rowid);
         k.rowid = keys.len() as i64;
         keys.push(k);
         true
     })?;
-    if !whole || keys.len() != rows {
-        return Ok(Order::Unsorted); // changed under us
+    if !whole {
+        return Ok(Order::Unsorted);
     }
+    let rows = keys.len();
     keys.sort_unstable();
     // rows read but not yet handed on, at the worst moment
     let mut read = 0usize;
