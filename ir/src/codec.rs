@@ -289,6 +289,40 @@ impl<'a> Decoder<'a> {
         Ok(args)
     }
 
+    /// Where the next value starts.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The fields of an encoded event that place it in time, without decoding the rest: its
+    /// kind (0 slice, 1 instant, 2 counter, 3 flow point, 4 sample, as [`encode`] tags them),
+    /// its time (`None`: a sample without one) and a slice's duration (`None`: open).
+    pub fn time_fields(&mut self) -> Result<(u8, Option<i64>, Option<i64>)> {
+        let tag = self.byte()?;
+        Ok(match tag {
+            0 => {
+                self.u64()?; // track
+                let ts = self.i64()?;
+                (tag, Some(ts), self.opt_i64()?)
+            }
+            1 | 2 => {
+                self.u64()?; // track, counter
+                (tag, Some(self.i64()?), None)
+            }
+            3 => {
+                self.u64()?; // id
+                self.byte()?; // role
+                self.u64()?; // track
+                (tag, Some(self.i64()?), None)
+            }
+            4 => {
+                self.u64()?; // track
+                (tag, self.opt_i64()?, None)
+            }
+            _ => return Err(corrupt()),
+        })
+    }
+
     /// Decodes one event.
     pub fn event(&mut self) -> Result<Event> {
         Ok(match self.byte()? {

@@ -44,6 +44,25 @@ impl OrderKey {
             seq,
         }
     }
+
+    /// The key of an event from its encoding ([`codec::encode`]), the same as
+    /// [`OrderKey::of`] the decoded event.
+    pub fn of_encoded(ev: &[u8], seq: u64) -> Result<OrderKey> {
+        let (tag, ts, dur) = Decoder::new(ev).time_fields()?;
+        let (class, neg_dur) = match tag {
+            0 => (0, dur.map_or(i64::MIN, |d| d.saturating_neg())),
+            1 => (1, 0),
+            3 => (2, 0),
+            2 => (3, 0),
+            _ => (4, 0),
+        };
+        Ok(OrderKey {
+            ts: ts.unwrap_or(i64::MIN),
+            class,
+            neg_dur,
+            seq,
+        })
+    }
 }
 
 /// Default memory budget of a [`Sorter`]: 256 MiB of buffered events.
@@ -268,43 +287,76 @@ fn run_file() -> Result<File> {
 /// A run written to a temporary file, and the input it belongs to.
 type Spilled = (File, u32);
 
-/// Reads one spilled run back, record by record.
+/// Reads one spilled run back, record by record: the merge reads each record's order key
+/// ([`OrderKey::of_encoded`]) and copies the event's bytes out when it is the next in order.
 struct RunReader {
     r: BufReader<File>,
+    /// The current record, when it was cut by the read buffer's end and copied out.
     rec: Vec<u8>,
+    /// Where the current record's event lies: in the read buffer (its length with the header,
+    /// and the event's offset) or in `rec` from the offset.
+    cur: Option<Current>,
+}
+
+#[derive(Clone, Copy)]
+enum Current {
+    Buffered { len: usize, event: usize },
+    Copied { event: usize },
 }
 
 impl RunReader {
-    fn next(&mut self) -> Result<Option<(OrderKey, Event)>> {
-        // A record lying whole in the read buffer is decoded where it lies; only one cut by the
+    /// The order key of the next record, which stays current until [`RunReader::take`].
+    fn peek(&mut self) -> Result<Option<OrderKey>> {
+        // A record lying whole in the read buffer is read where it lies; only one cut by the
         // buffer's end is copied out first (the copy was a tenth of the merge thread).
         let buffered = self.r.fill_buf()?;
         if buffered.is_empty() {
+            self.cur = None;
             return Ok(None);
         }
         if let Some(head) = buffered.get(..4) {
             let len = u32::from_le_bytes(head.try_into().expect("4 bytes")) as usize;
             if let Some(rec) = buffered.get(4..4 + len) {
-                let decoded = decode_record(rec)?;
-                self.r.consume(4 + len);
-                return Ok(Some(decoded));
+                let (key, event) = record_key(rec)?;
+                self.cur = Some(Current::Buffered {
+                    len: 4 + len,
+                    event: 4 + event,
+                });
+                return Ok(Some(key));
             }
         }
         let mut len = [0u8; 4];
         self.r.read_exact(&mut len)?;
         self.rec.resize(u32::from_le_bytes(len) as usize, 0);
         self.r.read_exact(&mut self.rec)?;
-        decode_record(&self.rec).map(Some)
+        let (key, event) = record_key(&self.rec)?;
+        self.cur = Some(Current::Copied { event });
+        Ok(Some(key))
+    }
+
+    /// Appends the current record's event to `out` and moves past it.
+    fn take(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        match self.cur.take() {
+            Some(Current::Buffered { len, event }) => {
+                // the buffer is as `peek` left it: filling a buffer that is not empty reads nothing
+                out.extend_from_slice(&self.r.fill_buf()?[event..len]);
+                self.r.consume(len);
+            }
+            Some(Current::Copied { event }) => out.extend_from_slice(&self.rec[event..]),
+            None => {}
+        }
+        Ok(())
     }
 }
 
 /// A run record: the event's arrival number, then the event, from which the rest of its order
 /// key follows (decoding the key's time and duration a second time was a tenth of the merge).
-fn decode_record(rec: &[u8]) -> Result<(OrderKey, Event)> {
+/// Gives the key and where the event starts in the record.
+fn record_key(rec: &[u8]) -> Result<(OrderKey, usize)> {
     let mut d = Decoder::new(rec);
     let seq = d.u64()?;
-    let ev = d.event()?;
-    Ok((OrderKey::of(&ev, seq), ev))
+    let event = d.position();
+    Ok((OrderKey::of_encoded(&rec[event..], seq)?, event))
 }
 
 /// A sorted source in the final merge: a run on disk or one input's segment of the last
@@ -314,21 +366,63 @@ enum Run {
     Memory {
         buf: Arc<Buffer>,
         entries: std::ops::Range<usize>,
+        /// The entry whose key was given last.
+        cur: usize,
     },
 }
 
 impl Run {
-    fn next(&mut self) -> Result<Option<(OrderKey, Event)>> {
+    /// The order key of the run's next event, which stays current until [`Run::take`].
+    fn peek(&mut self) -> Result<Option<OrderKey>> {
         match self {
-            Run::Disk(r) => r.next(),
-            Run::Memory { buf, entries } => match entries.next() {
-                Some(i) => {
-                    let e = &buf.entries[i];
-                    Ok(Some((e.key, Decoder::new(buf.encoded(e)).event()?)))
-                }
-                None => Ok(None),
-            },
+            Run::Disk(r) => r.peek(),
+            Run::Memory { buf, entries, cur } => Ok(entries.next().map(|i| {
+                *cur = i;
+                buf.entries[i].key
+            })),
         }
+    }
+
+    /// Appends the current event's encoding to `out`.
+    fn take(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        match self {
+            Run::Disk(r) => r.take(out),
+            Run::Memory { buf, cur, .. } => {
+                out.extend_from_slice(buf.encoded(&buf.entries[*cur]));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Events in the merged order, still encoded: the merge thread only compares keys and copies
+/// bytes, and the thread that hands the events on decodes them (decoding, most of it the
+/// arguments, was half of the merge thread while the other thread waited for it).
+#[derive(Default)]
+struct Merged {
+    bytes: Vec<u8>,
+    /// Each event's end in `bytes` and the time shift of its input.
+    events: Vec<(usize, i64)>,
+}
+
+impl Merged {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.events.clear();
+    }
+
+    /// Decodes the events in order and hands each to `f`.
+    fn each(&self, mut f: impl FnMut(Event) -> Result<()>) -> Result<()> {
+        let mut start = 0;
+        for &(end, shift) in &self.events {
+            let mut ev = Decoder::new(&self.bytes[start..end]).event()?;
+            if shift != 0 {
+                ev.shift(shift);
+            }
+            f(ev)?;
+            start = end;
+        }
+        Ok(())
     }
 }
 
@@ -361,6 +455,7 @@ impl<S: Stage> Stage for Sorter<S> {
                 let r = RunReader {
                     r: BufReader::with_capacity(256 << 10, f),
                     rec: Vec::new(),
+                    cur: None,
                 };
                 (Run::Disk(r), input)
             })
@@ -378,28 +473,32 @@ impl<S: Stage> Stage for Sorter<S> {
         let buf = Arc::new(buf);
         for (entries, input) in segments {
             let buf = Arc::clone(&buf);
-            runs.push((Run::Memory { buf, entries }, input));
+            runs.push((
+                Run::Memory {
+                    buf,
+                    entries,
+                    cur: 0,
+                },
+                input,
+            ));
         }
         drop(buf);
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Event>>>(4);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Merged>>(4);
+        // batches go back emptied, to be filled again
+        let (back, spare) = std::sync::mpsc::channel::<Merged>();
         let merger = std::thread::spawn(move || {
-            if let Err(e) = merge(runs, &offsets, &tx) {
+            if let Err(e) = merge(runs, &offsets, &tx, &spare) {
                 let _ = tx.send(Err(e));
             }
         });
         let mut result = Ok(());
         for batch in rx.iter() {
-            match batch {
-                Ok(events) => {
-                    for ev in events {
-                        if let Err(e) = self.inner.push(defs, diag, ev) {
-                            result = Err(e);
-                            break;
-                        }
-                    }
-                }
-                Err(e) => result = Err(e),
-            }
+            result = batch.and_then(|mut merged| {
+                merged.each(|ev| self.inner.push(defs, diag, ev))?;
+                merged.clear();
+                let _ = back.send(merged);
+                Ok(())
+            });
             if result.is_err() {
                 break;
             }
@@ -412,10 +511,13 @@ impl<S: Stage> Stage for Sorter<S> {
 }
 
 /// Merges sorted runs, each moved by its input's offset, and sends the events in batches.
+/// Merges the runs by key and sends the events, encoded, in batches (reusing those that come
+/// back on `spare`).
 fn merge(
     mut runs: Vec<(Run, u32)>,
     offsets: &[i64],
-    tx: &std::sync::mpsc::SyncSender<Result<Vec<Event>>>,
+    tx: &std::sync::mpsc::SyncSender<Result<Merged>>,
+    spare: &std::sync::mpsc::Receiver<Merged>,
 ) -> Result<()> {
     const BATCH: usize = 4096;
     let offset = |input: u32| offsets.get(input as usize).copied().unwrap_or(0);
@@ -423,49 +525,32 @@ fn merge(
         k.ts = k.ts.saturating_add(offset(input));
         k
     };
-    let mut heads: Vec<Option<Event>> = Vec::with_capacity(runs.len());
-    let mut heap = BinaryHeap::new();
+    let mut heap = BinaryHeap::with_capacity(runs.len());
     for (i, (run, input)) in runs.iter_mut().enumerate() {
-        match run.next()? {
-            Some((k, ev)) => {
-                heap.push(Reverse((shifted(k, *input), i)));
-                heads.push(Some(ev));
-            }
-            None => heads.push(None),
+        if let Some(k) = run.peek()? {
+            heap.push(Reverse((shifted(k, *input), i)));
         }
     }
-    let mut batch = Vec::with_capacity(BATCH);
-    // The run just taken from usually holds the next event too (runs of one input rarely
-    // interleave): its next key replaces the top in place, one sift down instead of a pop and
-    // a push.
+    let mut batch = Merged::default();
     while let Some(mut top) = heap.peek_mut() {
         let Reverse((_, i)) = *top;
-        let mut ev = heads[i].take().expect("head present");
-        let input = runs[i].1;
-        let off = offset(input);
-        if off != 0 {
-            ev.shift(off);
-        }
-        batch.push(ev);
-        match runs[i].0.next()? {
-            Some((k, ev)) => {
-                heads[i] = Some(ev);
-                *top = Reverse((shifted(k, input), i));
-            }
+        let (run, input) = &mut runs[i];
+        run.take(&mut batch.bytes)?;
+        batch.events.push((batch.bytes.len(), offset(*input)));
+        match run.peek()? {
+            Some(k) => *top = Reverse((shifted(k, *input), i)),
             None => {
                 PeekMut::pop(top);
             }
         }
-        if batch.len() == BATCH
-            && tx
-                .send(Ok(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))))
-                .is_err()
-        {
-            // the receiver stopped (an error downstream)
-            return Ok(());
+        if batch.events.len() == BATCH {
+            let next = spare.try_recv().unwrap_or_default();
+            if tx.send(Ok(std::mem::replace(&mut batch, next))).is_err() {
+                return Ok(());
+            }
         }
     }
-    if !batch.is_empty() {
+    if !batch.events.is_empty() {
         let _ = tx.send(Ok(batch));
     }
     Ok(())
@@ -500,6 +585,67 @@ mod tests {
             }));
         }
         v
+    }
+
+    /// The key read from an encoding is the key of the event, for every kind of event.
+    #[test]
+    fn keys_of_encoded_events() {
+        use crate::event::{CounterValue, FlowBind, FlowId, FlowPoint, FlowRole, Num, Sample};
+        use crate::model::CounterId;
+        let mut open = Slice::new(TrackId(3), -5, 0, StrId(1));
+        open.dur = None;
+        let kinds = [
+            Event::Slice(Slice::new(
+                TrackId(300),
+                1_712_195_495_519_689_047,
+                41_321,
+                StrId(2),
+            )),
+            Event::Slice(open),
+            events().remove(1),
+            Event::Counter(CounterValue {
+                counter: CounterId(9),
+                ts: 77,
+                value: Num::Float(0.5),
+            }),
+            Event::Flow(FlowPoint {
+                id: FlowId(1 << 40),
+                role: FlowRole::End,
+                track: TrackId(200),
+                ts: i64::MAX,
+                bind: FlowBind::Next,
+                name: None,
+                cat: None,
+            }),
+            Event::Sample(Sample {
+                track: TrackId(1),
+                ts: None,
+                stack: None,
+                weight: 1,
+                cpu: None,
+                name: None,
+            }),
+            Event::Sample(Sample {
+                track: TrackId(1),
+                ts: Some(i64::MIN + 1),
+                stack: None,
+                weight: 3,
+                cpu: Some(2),
+                name: None,
+            }),
+        ];
+        for (seq, ev) in kinds.iter().enumerate() {
+            let mut b = Vec::new();
+            codec::encode(ev, &mut b);
+            let seq = seq as u64 * 1000;
+            assert_eq!(
+                OrderKey::of_encoded(&b, seq).unwrap(),
+                OrderKey::of(ev, seq),
+                "{ev:?}"
+            );
+        }
+        assert!(OrderKey::of_encoded(&[9], 0).is_err());
+        assert!(OrderKey::of_encoded(&[0, 1], 0).is_err());
     }
 
     #[test]
