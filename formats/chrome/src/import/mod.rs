@@ -151,12 +151,12 @@ fn text<'a>(t: &'a Option<Text<'_>>) -> Option<&'a str> {
 }
 
 impl Importer {
-    fn flow_key(&mut self, id: String) -> u32 {
-        if let Some(&k) = self.flow_ids.get(id.as_str()) {
+    fn flow_key(&mut self, id: &str) -> u32 {
+        if let Some(&k) = self.flow_ids.get(id) {
             return k;
         }
         let k = self.flow_ids.len() as u32;
-        self.flow_ids.insert(id.into_boxed_str(), k);
+        self.flow_ids.insert(id.into(), k);
         k
     }
 
@@ -569,7 +569,7 @@ impl Importer {
                 return;
             }
         };
-        let key = self.flow_key(ids::id_text(bind));
+        let key = self.flow_key(&ids::id_text(bind));
         self.flows_v2.push_with_id(
             key,
             ids::numeric_id(bind),
@@ -603,7 +603,7 @@ impl Importer {
         let cat = Self::intern_opt(ctx, &e.cat)
             .filter(|&c| ctx.defs.str(c) != crate::export::DEFAULT_FLOW_CAT);
         let id = ids::scoped_id(e.scope.as_ref().map(|s| s.as_str()), e.id, e.id2);
-        let key = self.flow_key(id);
+        let key = self.flow_key(&id);
         let source = e.id.and_then(ids::numeric_id);
         self.flows_v1.push_with_id(
             (cat, name, key),
@@ -626,7 +626,8 @@ impl Importer {
         if (name == "Profile" || name == "ProfileChunk") && e.sf.is_none() && e.stack.is_none() {
             let key = (
                 self.ids.process(ctx.defs, ctx.diag, e.pid, self.index),
-                e.id.map(ids::id_text).unwrap_or_default(),
+                e.id.map(|id| ids::id_text(id).into_owned())
+                    .unwrap_or_default(),
             );
             let out = self.profiles.event(ctx.defs, key, track, ts, e.args);
             match out {
