@@ -45,10 +45,10 @@ impl OrderKey {
         }
     }
 
-    /// The key of an event from its encoding ([`codec::encode`]), the same as
-    /// [`OrderKey::of`] the decoded event.
-    pub fn of_encoded(ev: &[u8], seq: u64) -> Result<OrderKey> {
-        let (tag, ts, dur) = Decoder::new(ev).time_fields()?;
+    /// The key of an event from its encoding ([`codec::encode`] with time base `base`), the
+    /// same as [`OrderKey::of`] the decoded event.
+    pub fn of_encoded(ev: &[u8], seq: u64, base: i64) -> Result<OrderKey> {
+        let (tag, ts, dur) = Decoder::with_base(ev, base).time_fields()?;
         let (class, neg_dur) = match tag {
             0 => (0, dur.map_or(i64::MIN, |d| d.saturating_neg())),
             1 => (1, 0),
@@ -101,9 +101,9 @@ impl Buffer {
         self.bytes.len() + self.entries.len() * std::mem::size_of::<Entry>()
     }
 
-    fn push(&mut self, input: u32, key: OrderKey, ev: &Event) -> Result<()> {
+    fn push(&mut self, input: u32, key: OrderKey, ev: &Event, base: i64) -> Result<()> {
         let at = self.bytes.len();
-        codec::encode(ev, &mut self.bytes);
+        codec::encode(ev, base, &mut self.bytes);
         let len = u32::try_from(self.bytes.len() - at).map_err(|_| {
             crate::Error::Unsupported("an event of more than 4 GiB cannot be reordered".into())
         })?;
@@ -158,6 +158,8 @@ pub struct Sorter<S> {
     input: u32,
     inputs_begun: u32,
     first_ts: Vec<Option<i64>>,
+    /// The time events are encoded against ([`codec`]): the first one's.
+    base: Option<i64>,
     offsets: Vec<i64>,
     /// The run being written in the background while events keep arriving (at most one).
     spilling: Option<std::thread::JoinHandle<Result<SpillDone>>>,
@@ -187,6 +189,7 @@ impl<S: Stage> Sorter<S> {
             input: 0,
             inputs_begun: 0,
             first_ts: vec![None],
+            base: None,
             offsets: Vec::new(),
             spilling: None,
             spare: None,
@@ -291,6 +294,8 @@ type Spilled = (File, u32);
 /// ([`OrderKey::of_encoded`]) and copies the event's bytes out when it is the next in order.
 struct RunReader {
     r: BufReader<File>,
+    /// The time base of the events ([`codec`]).
+    base: i64,
     /// The current record, when it was cut by the read buffer's end and copied out.
     rec: Vec<u8>,
     /// Where the current record's event lies: in the read buffer (its length with the header,
@@ -317,7 +322,7 @@ impl RunReader {
         if let Some(head) = buffered.get(..4) {
             let len = u32::from_le_bytes(head.try_into().expect("4 bytes")) as usize;
             if let Some(rec) = buffered.get(4..4 + len) {
-                let (key, event) = record_key(rec)?;
+                let (key, event) = record_key(rec, self.base)?;
                 self.cur = Some(Current::Buffered {
                     len: 4 + len,
                     event: 4 + event,
@@ -329,7 +334,7 @@ impl RunReader {
         self.r.read_exact(&mut len)?;
         self.rec.resize(u32::from_le_bytes(len) as usize, 0);
         self.r.read_exact(&mut self.rec)?;
-        let (key, event) = record_key(&self.rec)?;
+        let (key, event) = record_key(&self.rec, self.base)?;
         self.cur = Some(Current::Copied { event });
         Ok(Some(key))
     }
@@ -352,11 +357,11 @@ impl RunReader {
 /// A run record: the event's arrival number, then the event, from which the rest of its order
 /// key follows (decoding the key's time and duration a second time was a tenth of the merge).
 /// Gives the key and where the event starts in the record.
-fn record_key(rec: &[u8]) -> Result<(OrderKey, usize)> {
+fn record_key(rec: &[u8], base: i64) -> Result<(OrderKey, usize)> {
     let mut d = Decoder::new(rec);
     let seq = d.u64()?;
     let event = d.position();
-    Ok((OrderKey::of_encoded(&rec[event..], seq)?, event))
+    Ok((OrderKey::of_encoded(&rec[event..], seq, base)?, event))
 }
 
 /// A sorted source in the final merge: a run on disk or one input's segment of the last
@@ -411,11 +416,11 @@ impl Merged {
         self.events.clear();
     }
 
-    /// Decodes the events in order and hands each to `f`.
-    fn each(&self, mut f: impl FnMut(Event) -> Result<()>) -> Result<()> {
+    /// Decodes the events (written against the time base `base`) in order and hands each to `f`.
+    fn each(&self, base: i64, mut f: impl FnMut(Event) -> Result<()>) -> Result<()> {
         let mut start = 0;
         for &(end, shift) in &self.events {
-            let mut ev = Decoder::new(&self.bytes[start..end]).event()?;
+            let mut ev = Decoder::with_base(&self.bytes[start..end], base).event()?;
             if shift != 0 {
                 ev.shift(shift);
             }
@@ -434,7 +439,11 @@ impl<S: Stage> Stage for Sorter<S> {
             let f = &mut self.first_ts[self.input as usize];
             *f = Some(f.map_or(key.ts, |t: i64| t.min(key.ts)));
         }
-        self.buf.push(self.input, key, &event)?;
+        // a sample without a time sorts at i64::MIN: not a base
+        let base = *self
+            .base
+            .get_or_insert(if key.ts == i64::MIN { 0 } else { key.ts });
+        self.buf.push(self.input, key, &event, base)?;
         if self.buf.size() >= self.threshold() {
             self.spill()?;
         }
@@ -447,6 +456,7 @@ impl<S: Stage> Stage for Sorter<S> {
         let mut buf = std::mem::take(&mut self.buf);
         buf.sort();
         let offsets = std::mem::take(&mut self.offsets);
+        let base = self.base.unwrap_or(0);
         // The k-way merge (decoding the buffer and reading runs) runs on another thread and
         // hands events over in batches, while this thread feeds them to the sinks behind.
         let mut runs: Vec<(Run, u32)> = std::mem::take(&mut self.runs)
@@ -454,6 +464,7 @@ impl<S: Stage> Stage for Sorter<S> {
             .map(|(f, input)| {
                 let r = RunReader {
                     r: BufReader::with_capacity(256 << 10, f),
+                    base,
                     rec: Vec::new(),
                     cur: None,
                 };
@@ -494,7 +505,7 @@ impl<S: Stage> Stage for Sorter<S> {
         let mut result = Ok(());
         for batch in rx.iter() {
             result = batch.and_then(|mut merged| {
-                merged.each(|ev| self.inner.push(defs, diag, ev))?;
+                merged.each(base, |ev| self.inner.push(defs, diag, ev))?;
                 merged.clear();
                 let _ = back.send(merged);
                 Ok(())
@@ -635,17 +646,16 @@ mod tests {
             }),
         ];
         for (seq, ev) in kinds.iter().enumerate() {
-            let mut b = Vec::new();
-            codec::encode(ev, &mut b);
-            let seq = seq as u64 * 1000;
-            assert_eq!(
-                OrderKey::of_encoded(&b, seq).unwrap(),
-                OrderKey::of(ev, seq),
-                "{ev:?}"
-            );
+            for base in [0, 1_712_195_495_000_000_000, -3] {
+                let mut b = Vec::new();
+                codec::encode(ev, base, &mut b);
+                let seq = seq as u64 * 1000;
+                let key = OrderKey::of_encoded(&b, seq, base).unwrap();
+                assert_eq!(key, OrderKey::of(ev, seq), "{ev:?}");
+            }
         }
-        assert!(OrderKey::of_encoded(&[9], 0).is_err());
-        assert!(OrderKey::of_encoded(&[0, 1], 0).is_err());
+        assert!(OrderKey::of_encoded(&[9], 0, 0).is_err());
+        assert!(OrderKey::of_encoded(&[0, 1], 0, 0).is_err());
     }
 
     #[test]
