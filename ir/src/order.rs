@@ -521,7 +521,6 @@ impl<S: Stage> Stage for Sorter<S> {
     }
 }
 
-/// Merges sorted runs, each moved by its input's offset, and sends the events in batches.
 /// Merges the runs by key and sends the events, encoded, in batches (reusing those that come
 /// back on `spare`).
 fn merge(
