@@ -92,12 +92,12 @@ struct Key {
 
 /// How `table`'s rows, in rowid order, stand against the IR order: `ts` ascending and, at equal
 /// `ts`, `end` descending with NULL (an open range) first. One scan of two columns, much
-/// cheaper than the sort it saves, which stops at the first row out of order. A table out of order but close to it gets a second scan
-/// that sorts the keys in memory (32 bytes a row, for the time of the sort) and keeps the
-/// rowids in order (8 bytes a row): SQLite's sorter took a sixth of such an import. A table
-/// far from order gets the same, for [`crate::shuffle`]. Any `ts` or `end` that is not an
-/// integer (or NULL end) gives [`Order::Unsorted`]: SQLite sorts. The second scan and the
-/// sort hold `sorting`, so that one table at a time holds its keys.
+/// cheaper than the sort it saves, which stops at the first row out of order. A table out of
+/// order but close to it gets a second scan that sorts the keys in memory (32 bytes a row, for
+/// the time of the sort) and keeps the rowids in order (8 bytes a row): SQLite's sorter took a
+/// sixth of such an import. A table far from order gets the same, for [`crate::shuffle`]. Any
+/// `ts` or `end` that is not an integer (or NULL end) gives [`Order::Unsorted`]: SQLite sorts.
+/// The second scan and the sort hold `sorting`, so that one table at a time holds its keys.
 pub fn storage_order(
     conn: &Connection,
     table: &Table,
@@ -141,10 +141,9 @@ pub fn storage_order(
         return Ok(Order::Sorted);
     }
     let _one_at_a_time = sorting.lock().unwrap_or_else(|p| p.into_inner());
-    // the keys, with positions in storage order instead of rowids (the same order); rows that
-    // sort before the previous one
-    // sized from SQLite's count of the b-tree's cells, which reads pages but decodes no record:
-    // vectors grown by doubling held up to twice the keys at the import's peak
+    // Sized from SQLite's count of the b-tree's cells, which reads pages but decodes no record
+    // (vectors grown by doubling held up to twice the keys at the import's peak); a scan that
+    // reads another number of rows saw the table change.
     let count: usize = conn
         .query_row(
             &format!("SELECT count(*) FROM {}", table.sql_name()),
@@ -152,6 +151,8 @@ pub fn storage_order(
             |r| r.get(0),
         )
         .unwrap_or(0);
+    // the keys, with positions in storage order instead of rowids (the same order), and the
+    // rows that sort before the previous one
     let mut keys: Vec<Key> = Vec::with_capacity(count);
     let mut rowids: Vec<i64> = Vec::with_capacity(count);
     let mut breaks = 0usize;
@@ -164,8 +165,8 @@ pub fn storage_order(
         keys.push(k);
         true
     })?;
-    if !whole {
-        return Ok(Order::Unsorted);
+    if !whole || keys.len() != count {
+        return Ok(Order::Unsorted); // changed under us
     }
     let rows = keys.len();
     keys.sort_unstable();
