@@ -100,7 +100,8 @@ pub struct FlowPairing {
 /// with nothing open whose start follows it at the same timestamp is paired with that start.
 #[derive(Debug)]
 pub struct FlowPairer<K> {
-    points: Vec<(K, u64, PendingFlowPoint)>,
+    /// The points by push order, with their keys.
+    points: Vec<(K, PendingFlowPoint)>,
     /// The input's id of each point (by push order), where it has a numeric one.
     source_ids: Vec<Option<u64>>,
 }
@@ -129,8 +130,7 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
     /// Like `push`, with the input's own numeric id of the flow, which the flow keeps when it
     /// is unique in the trace ([`Defs::flow_id`]).
     pub fn push_with_id(&mut self, key: K, source_id: Option<u64>, point: PendingFlowPoint) {
-        let seq = self.points.len() as u64;
-        self.points.push((key, seq, point));
+        self.points.push((key, point));
         self.source_ids.push(source_id);
     }
 
@@ -148,12 +148,12 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
     pub fn pair_as(self, defs: &mut Defs, diag: &mut Diagnostics, ends: Ends) -> FlowPairing {
         let FlowPairer { points, source_ids } = self;
         // The points in pairing order, (time, push index), sorted only when the input was not
-        // in time order: sorting the points themselves, 80 bytes each, moved most of the bytes
-        // of a pairing of millions at the end of the import.
+        // in time order: sorting the points themselves (with a key and a sequence number, 80
+        // bytes each) moved most of the bytes of a pairing of millions at the end of the import.
         let mut order: Vec<(Ts, u32)> = points
             .iter()
             .enumerate()
-            .map(|(i, (_, _, p))| (p.ts, i as u32))
+            .map(|(i, (_, p))| (p.ts, i as u32))
             .collect();
         if !order.is_sorted() {
             order.sort_unstable();
@@ -174,7 +174,7 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
             if taken[i] {
                 continue;
             }
-            let (key, _, p) = &points[i];
+            let (key, p) = &points[i];
             let key = key.clone();
             let id = source_ids[i];
             match p.role {
@@ -216,7 +216,7 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
                             .find(|&j| {
                                 !taken[j]
                                     && points[j].0 == key
-                                    && points[j].2.role == FlowRole::Start
+                                    && points[j].1.role == FlowRole::Start
                             });
                         match start {
                             Some(j) => {
@@ -231,7 +231,7 @@ impl<K: Hash + Eq + Clone> FlowPairer<K> {
             }
         }
         drop((order, taken));
-        let point = |i: u32| &points[i as usize].2;
+        let point = |i: u32| &points[i as usize].1;
         let mut rest: Vec<(Option<u64>, Vec<u32>)> = open.into_values().collect();
         rest.sort_by_key(|(_, c)| (point(c[0]).ts, point(c[0]).track));
         chains.extend(rest);
