@@ -457,8 +457,8 @@ impl<S: Stage> Stage for Sorter<S> {
         buf.sort();
         let offsets = std::mem::take(&mut self.offsets);
         let base = self.base.unwrap_or(0);
-        // The k-way merge (decoding the buffer and reading runs) runs on another thread and
-        // hands events over in batches, while this thread feeds them to the sinks behind.
+        // The k-way merge (reading the buffer and the runs) runs on another thread and hands
+        // encoded events over in batches, which this thread decodes and feeds to the sinks behind.
         let mut runs: Vec<(Run, u32)> = std::mem::take(&mut self.runs)
             .into_iter()
             .map(|(f, input)| {
@@ -542,6 +542,9 @@ fn merge(
         }
     }
     let mut batch = Merged::default();
+    // The run just taken from usually holds the next event too (runs of one input rarely
+    // interleave): its next key replaces the top in place, one sift down instead of a pop and
+    // a push.
     while let Some(mut top) = heap.peek_mut() {
         let Reverse((_, i)) = *top;
         let (run, input) = &mut runs[i];
@@ -556,6 +559,7 @@ fn merge(
         if batch.events.len() == BATCH {
             let next = spare.try_recv().unwrap_or_default();
             if tx.send(Ok(std::mem::replace(&mut batch, next))).is_err() {
+                // the receiver stopped (an error downstream)
                 return Ok(());
             }
         }
