@@ -9,7 +9,7 @@ use std::io::Read;
 use std::ops::Range;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-use super::fast::{self, Layout, Span};
+use super::fast::{self, Layout, Spans};
 use super::raw::RawEvent;
 use super::tokenizer::{Item, Leniency, TokError, Tokenizer};
 
@@ -67,7 +67,7 @@ struct Batch {
     text: String,
     other: Vec<u8>,
     found: Vec<Found>,
-    spans: Vec<Span>,
+    spans: Spans,
 }
 
 /// Appends `bytes` to `to`; where they went.

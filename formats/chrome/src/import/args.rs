@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tracex_ir::{Args, Defs, Num, Value};
 
-use super::raw::{Raw, Text};
+use super::raw::{Members, Raw, Text};
 
 struct Pairs<'a>(Vec<(Text<'a>, &'a RawValue)>);
 
@@ -87,13 +87,31 @@ fn number(raw: &str) -> Option<Value> {
         .map(Value::Float)
 }
 
-/// Parses an `args` object; `None` if it is not an object.
-pub fn parse_args(defs: &mut Defs, raw: Raw<'_>) -> Option<Args> {
+/// Parses an `args` object, from its `members` where the fast path read them; `None` if it is
+/// not an object.
+pub fn parse_args(defs: &mut Defs, raw: Raw<'_>, members: Members<'_>) -> Option<Args> {
+    let mut add = |args: &mut Args, key: &str, value: &str| {
+        let key = defs.intern(key);
+        tracex_ir::defs::set_arg(args, key, value_of(value));
+    };
+    if let Some(members) = members.0 {
+        let mut args = Args::with_capacity(members.len());
+        // the members were read from this text, so they lie on it (else it is read again)
+        let read = members.iter().all(|m| match m.of(raw.get()) {
+            Some((key, value)) => {
+                add(&mut args, key, value);
+                true
+            }
+            None => false,
+        });
+        if read {
+            return Some(args);
+        }
+    }
     let pairs = raw_object(raw.get())?;
     let mut args = Args::with_capacity(pairs.len());
     for (k, v) in pairs {
-        let key = defs.intern(k.as_str());
-        tracex_ir::defs::set_arg(&mut args, key, value_of(v.get()));
+        add(&mut args, k.as_str(), v.get());
     }
     Some(args)
 }
@@ -160,7 +178,7 @@ mod tests {
     fn duplicate_keys_keep_the_last() {
         let mut d = Defs::new();
         let raw: &RawValue = serde_json::from_str(r#"{"a":1,"b":{"c":2},"a":3}"#).unwrap();
-        let a = parse_args(&mut d, raw.into()).unwrap();
+        let a = parse_args(&mut d, raw.into(), Members(None)).unwrap();
         assert_eq!(a.len(), 2);
         assert_eq!(a[0].value, Value::Int(3));
         assert_eq!(a[1].value, Value::Json(r#"{"c":2}"#.into()));

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use super::raw::{Raw, RawEvent, Text};
+use super::raw::{Member, Members, Raw, RawEvent, Text};
 
 /// The deepest nesting this path checks; deeper values go to serde (its own limit is 128).
 const MAX_DEPTH: usize = 64;
@@ -89,11 +89,29 @@ pub struct Span {
     pub at: Option<(u32, u32)>,
 }
 
-/// An event read by the fast path: its known fields are `spans` of the list it was read into
-/// (see [`layout`]).
+/// The lists [`layout`] appends to: the spans of known fields, and the members of `args`
+/// objects.
+#[derive(Debug, Default)]
+pub struct Spans {
+    pub fields: Vec<Span>,
+    pub members: Vec<Member>,
+}
+
+impl Spans {
+    pub fn clear(&mut self) {
+        self.fields.clear();
+        self.members.clear();
+    }
+}
+
+/// An event read by the fast path: its known fields are `spans` of the lists it was read into
+/// (see [`layout`]), and the members of its `args`, where their keys have no escapes,
+/// `members` of them: read here, on the reader's thread, the importer's thread need not walk
+/// `args` again.
 #[derive(Debug, Default)]
 pub struct Layout {
     pub spans: std::ops::Range<usize>,
+    pub members: Option<std::ops::Range<usize>>,
     pub fields: u32,
     pub unknown: u32,
     pub first_unknown: Option<String>,
@@ -102,14 +120,28 @@ pub struct Layout {
 impl Layout {
     /// The event, from the text the layout was read from and the list its spans went to;
     /// `None` if they do not lie on `text` (not the text that was read).
-    pub fn event<'a>(&self, text: &'a str, spans: &[Span]) -> Option<RawEvent<'a>> {
+    pub fn event<'a>(&self, text: &'a str, spans: &'a Spans) -> Option<RawEvent<'a>> {
+        let members = match &self.members {
+            Some(m) => Some(spans.members.get(m.clone())?),
+            None => None,
+        };
+        self.event_with(text, &spans.fields, members)
+    }
+
+    fn event_with<'a>(
+        &self,
+        text: &'a str,
+        fields: &[Span],
+        members: Option<&'a [Member]>,
+    ) -> Option<RawEvent<'a>> {
         let mut e = RawEvent {
             fields: self.fields,
             unknown: self.unknown,
             first_unknown: self.first_unknown.clone(),
+            members: Members(members),
             ..RawEvent::default()
         };
-        for span in spans.get(self.spans.clone())? {
+        for span in fields.get(self.spans.clone())? {
             let v = match span.at {
                 Some((start, len)) => Some(text.get(start as usize..(start + len) as usize)?),
                 None => None,
@@ -149,24 +181,26 @@ impl Layout {
 /// The event in `bytes`, or `None` where serde must decide.
 pub fn parse_event(bytes: &[u8]) -> Option<RawEvent<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut spans = Vec::new();
-    layout(text, &mut spans)?.event(text, &spans)
+    let mut spans = Spans::default();
+    // the members lie in `spans`, which this function cannot lend out: `args` is read again
+    layout(text, &mut spans)?.event_with(text, &spans.fields, None)
 }
 
-/// Reads the event `text`, appending the spans of its known fields to `spans`; `None` (and
-/// `spans` as it was) where serde must decide.
-pub fn layout(text: &str, spans: &mut Vec<Span>) -> Option<Layout> {
-    let first = spans.len();
+/// Reads the event `text`, appending the spans of its known fields and the members of its
+/// `args` to `spans`; `None` (and `spans` as they were) where serde must decide.
+pub fn layout(text: &str, spans: &mut Spans) -> Option<Layout> {
+    let (first, first_member) = (spans.fields.len(), spans.members.len());
     let read = u32::try_from(text.len())
         .ok()
         .and_then(|_| read_layout(text, first, spans));
     if read.is_none() {
-        spans.truncate(first);
+        spans.fields.truncate(first);
+        spans.members.truncate(first_member);
     }
     read
 }
 
-fn read_layout(text: &str, first: usize, spans: &mut Vec<Span>) -> Option<Layout> {
+fn read_layout(text: &str, first: usize, spans: &mut Spans) -> Option<Layout> {
     let mut e = Layout::default();
     object(text, |p, key| {
         e.fields += 1;
@@ -180,14 +214,19 @@ fn read_layout(text: &str, first: usize, spans: &mut Vec<Span>) -> Option<Layout
         };
         let at = match shape {
             Shape::Text => p.text_field()?,
+            Shape::Raw { nested } if field == Field::Args => {
+                let (at, members) = p.args_field(nested, &mut spans.members)?;
+                e.members = members;
+                at
+            }
             Shape::Raw { nested } => p.raw_field(nested)?,
         };
         // offsets fit: the caller checked that the event's length does
         let at = at.map(|(start, end)| (start as u32, (end - start) as u32));
-        spans.push(Span { field, at });
+        spans.fields.push(Span { field, at });
         Some(())
     })?;
-    e.spans = first..spans.len();
+    e.spans = first..spans.fields.len();
     Some(e)
 }
 
@@ -238,6 +277,9 @@ fn object<'a>(
     p.ws();
     (p.i == p.b.len()).then_some(())
 }
+
+/// Where a field's value lies in the event's text (start, end); `None` for `null`.
+type At = Option<(usize, usize)>;
 
 struct Parser<'a> {
     text: &'a str,
@@ -304,7 +346,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A text field: a string without escapes, or `null`; where its contents lie.
-    fn text_field(&mut self) -> Option<Option<(usize, usize)>> {
+    fn text_field(&mut self) -> Option<At> {
         if self.peek()? == b'n' {
             self.literal("null")?;
             return Some(None);
@@ -314,13 +356,62 @@ impl<'a> Parser<'a> {
 
     /// A raw field: any scalar, objects and arrays only where `nested` allows; `null` is none.
     /// Where its text lies.
-    fn raw_field(&mut self, nested: bool) -> Option<Option<(usize, usize)>> {
+    fn raw_field(&mut self, nested: bool) -> Option<At> {
         let start = self.i;
         if !nested && matches!(self.peek()?, b'{' | b'[') {
             return None;
         }
         self.value(0)?;
         Some((&self.b[start..self.i] != b"null").then_some((start, self.i)))
+    }
+
+    /// The `args` field: as [`Self::raw_field`], and where it is an object whose keys have no
+    /// escapes, its members appended to `members` (the range they took). Its members are read
+    /// at the depth the object's own walk reads them, so where this walk fails for a reason
+    /// other than an escaped key, that walk fails too.
+    fn args_field(
+        &mut self,
+        nested: bool,
+        members: &mut Vec<Member>,
+    ) -> Option<(At, Option<std::ops::Range<usize>>)> {
+        let (start, first) = (self.i, members.len());
+        if nested && self.peek()? == b'{' && self.members(members).is_some() {
+            return Some((Some((start, self.i)), Some(first..members.len())));
+        }
+        members.truncate(first);
+        self.i = start;
+        Some((self.raw_field(nested)?, None))
+    }
+
+    /// Moves past the object at `i`, appending its members, positions relative to its `{`;
+    /// `None` at a key with escapes (or where the object is not valid JSON).
+    fn members(&mut self, out: &mut Vec<Member>) -> Option<()> {
+        let start = self.i;
+        let at = |i: usize| (i - start) as u32;
+        self.eat(b'{')?;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            let (key_start, key_end) = self.plain_string_at()?;
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            let value_start = self.i;
+            self.value(1)?;
+            out.push(Member {
+                key: (at(key_start), at(key_end)),
+                value: (at(value_start), at(self.i)),
+            });
+            self.ws();
+            match self.next()? {
+                b',' => self.ws(),
+                b'}' => return Some(()),
+                _ => return None,
+            }
+        }
     }
 
     fn literal(&mut self, word: &str) -> Option<()> {
@@ -419,6 +510,7 @@ mod tests {
     /// reads the same fields; where serde refuses one, the fast path leaves it to serde.
     fn agrees(bytes: &[u8]) -> Option<bool> {
         let fast = parse_event(bytes)?;
+        members_agree(bytes);
         let serde = parse_event_serde(bytes).unwrap_or_else(|e| {
             panic!(
                 "fast path read what serde refuses ({e}): {}",
@@ -427,6 +519,38 @@ mod tests {
         });
         assert_eq!(fast, serde, "{}", String::from_utf8_lossy(bytes));
         Some(true)
+    }
+
+    /// Where the layout read the members of `args`, they are the pairs its text has.
+    fn members_agree(bytes: &[u8]) {
+        let text = std::str::from_utf8(bytes).expect("read as UTF-8");
+        let mut spans = Spans::default();
+        spans.members.push(Member {
+            key: (9, 9),
+            value: (9, 9),
+        }); // a list already in use
+        let layout = layout(text, &mut spans).expect("read");
+        let e = layout.event(text, &spans).expect("its own text");
+        let Some(args) = e.args else {
+            assert!(e.members.0.is_none());
+            return;
+        };
+        let pairs = object_pairs(args.get());
+        match e.members.0 {
+            Some(members) => {
+                let read: Vec<_> = members
+                    .iter()
+                    .map(|m| m.of(args.get()).expect("within args"))
+                    .collect();
+                let pairs = pairs.expect("object_pairs reads what the layout read");
+                let pairs: Vec<_> = pairs.iter().map(|(k, v)| (k.as_str(), v.get())).collect();
+                assert_eq!(read, pairs, "{text}");
+            }
+            None => assert!(
+                pairs.is_none() || !args.get().starts_with('{'),
+                "members not read: {text}"
+            ),
+        }
     }
 
     const TAKEN: &[&str] = &[

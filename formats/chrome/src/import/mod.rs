@@ -390,15 +390,15 @@ impl Importer {
         s.cat = Self::intern_opt(ctx, &e.cat);
         s.color = Self::intern_opt(ctx, &e.cname);
         s.thread_ts = self.opt_time(ctx, e.tts);
-        s.args = self.args(ctx, e.args);
+        s.args = self.args(ctx, e);
         s.stack = self.stack_of(ctx, e);
         Ok(s)
     }
 
-    fn args(&self, ctx: &mut ImportCtx, raw: Option<Raw<'_>>) -> tracex_ir::Args {
-        match raw {
+    fn args(&self, ctx: &mut ImportCtx, e: &RawEvent) -> tracex_ir::Args {
+        match e.args {
             None => Vec::new(),
-            Some(r) => match args::parse_args(ctx.defs, r) {
+            Some(r) => match args::parse_args(ctx.defs, r, e.members) {
                 Some(a) => a,
                 None => {
                     self.note(ctx, &d::ARGS_NOT_OBJECT);
@@ -479,7 +479,7 @@ impl Importer {
         }
         // End args are merged into the slice, as viewers do; tracex's mark of a slice it
         // closed at the end of the trace makes it open again.
-        for a in self.args(ctx, e.args) {
+        for a in self.args(ctx, e) {
             if ctx.defs.str(a.key) == crate::export::OPEN_ARG && a.value == Value::Bool(true) {
                 s.dur = None;
                 s.thread_dur = None;
@@ -506,7 +506,7 @@ impl Importer {
             ts,
             name,
             cat: Self::intern_opt(ctx, &e.cat),
-            args: self.args(ctx, e.args),
+            args: self.args(ctx, e),
             stack: self.stack_of(ctx, e),
             color: Self::intern_opt(ctx, &e.cname),
         };

@@ -61,6 +61,34 @@ impl<'a> From<&'a RawValue> for Raw<'a> {
     }
 }
 
+/// A member of an event's `args` object: where its key's contents and its value's text lie
+/// within the object's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub key: (u32, u32),
+    pub value: (u32, u32),
+}
+
+impl Member {
+    /// The key's contents and the value's text in `args`, the text the member was read from.
+    pub fn of<'a>(&self, args: &'a str) -> Option<(&'a str, &'a str)> {
+        let at = |(start, end): (u32, u32)| args.get(start as usize..end as usize);
+        Some((at(self.key)?, at(self.value)?))
+    }
+}
+
+/// The members of an event's `args` object where the fast path read them, so that the
+/// importer need not read `args` again. A cache of what `args` says, so it takes no part in
+/// comparing events.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Members<'a>(pub Option<&'a [Member]>);
+
+impl PartialEq for Members<'_> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 #[derive(Default, Debug, PartialEq)]
 pub struct RawEvent<'a> {
     pub ph: Option<Text<'a>>,
@@ -86,6 +114,7 @@ pub struct RawEvent<'a> {
     pub estack: Option<Raw<'a>>,
     pub cname: Option<Text<'a>>,
     pub args: Option<Raw<'a>>,
+    pub members: Members<'a>,
     /// Number of fields present (0 for `{}`).
     pub fields: u32,
     /// Fields tracex does not know, counted and dropped.
