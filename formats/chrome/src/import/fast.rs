@@ -11,7 +11,8 @@
 
 use std::borrow::Cow;
 
-use super::raw::{Member, Members, Raw, RawEvent, Text};
+use super::raw::{Member, Members, Raw, RawEvent, Text, Times};
+use crate::number::micros_to_ns;
 
 /// The deepest nesting this path checks; deeper values go to serde (its own limit is 128).
 const MAX_DEPTH: usize = 64;
@@ -106,12 +107,13 @@ impl Spans {
 
 /// An event read by the fast path: its known fields are `spans` of the lists it was read into
 /// (see [`layout`]), and the members of its `args`, where their keys have no escapes,
-/// `members` of them: read here, on the reader's thread, the importer's thread need not walk
-/// `args` again.
+/// `members` of them. The members and the `times` are read here, on the read-ahead thread, so
+/// that the importer's thread, the busier one, need not read them again.
 #[derive(Debug, Default)]
 pub struct Layout {
     pub spans: std::ops::Range<usize>,
     pub members: Option<std::ops::Range<usize>>,
+    pub times: Times,
     pub fields: u32,
     pub unknown: u32,
     pub first_unknown: Option<String>,
@@ -139,6 +141,7 @@ impl Layout {
             unknown: self.unknown,
             first_unknown: self.first_unknown.clone(),
             members: Members(members),
+            times: self.times,
             ..RawEvent::default()
         };
         for span in fields.get(self.spans.clone())? {
@@ -221,6 +224,13 @@ fn read_layout(text: &str, first: usize, spans: &mut Spans) -> Option<Layout> {
             }
             Shape::Raw { nested } => p.raw_field(nested)?,
         };
+        // the last `ts` or `dur` counts, as in the event
+        let time = || at.and_then(|(start, end)| micros_to_ns(&text[start..end]));
+        match field {
+            Field::Ts => e.times.ts = time(),
+            Field::Dur => e.times.dur = time(),
+            _ => {}
+        }
         // offsets fit: the caller checked that the event's length does
         let at = at.map(|(start, end)| (start as u32, (end - start) as u32));
         spans.fields.push(Span { field, at });
@@ -510,7 +520,7 @@ mod tests {
     /// reads the same fields; where serde refuses one, the fast path leaves it to serde.
     fn agrees(bytes: &[u8]) -> Option<bool> {
         let fast = parse_event(bytes)?;
-        members_agree(bytes);
+        caches_agree(bytes);
         let serde = parse_event_serde(bytes).unwrap_or_else(|e| {
             panic!(
                 "fast path read what serde refuses ({e}): {}",
@@ -521,8 +531,9 @@ mod tests {
         Some(true)
     }
 
-    /// Where the layout read the members of `args`, they are the pairs its text has.
-    fn members_agree(bytes: &[u8]) {
+    /// Where the layout read the members of `args`, they are the pairs its text has; where it
+    /// read `ts` and `dur`, their values.
+    fn caches_agree(bytes: &[u8]) {
         let text = std::str::from_utf8(bytes).expect("read as UTF-8");
         let mut spans = Spans::default();
         spans.members.push(Member {
@@ -531,6 +542,9 @@ mod tests {
         }); // a list already in use
         let layout = layout(text, &mut spans).expect("read");
         let e = layout.event(text, &spans).expect("its own text");
+        let time = |raw: Option<Raw>| raw.and_then(|r| micros_to_ns(r.get()));
+        assert_eq!(e.times.ts, time(e.ts), "{text}");
+        assert_eq!(e.times.dur, time(e.dur), "{text}");
         let Some(args) = e.args else {
             assert!(e.members.0.is_none());
             return;

@@ -174,8 +174,18 @@ impl Importer {
         ctx: &mut ImportCtx,
         raw: Option<Raw<'_>>,
     ) -> Option<std::result::Result<i64, ()>> {
+        self.time_read(ctx, raw, None)
+    }
+
+    /// [`Self::time`], given the value where the read-ahead thread already parsed it.
+    fn time_read(
+        &self,
+        ctx: &mut ImportCtx,
+        raw: Option<Raw<'_>>,
+        read: Option<tracex_ir::time::Decimal>,
+    ) -> Option<std::result::Result<i64, ()>> {
         let raw = raw?;
-        Some(match micros_to_ns(raw.get()) {
+        Some(match read.or_else(|| micros_to_ns(raw.get())) {
             Some(m) => {
                 if m.rounded {
                     self.note(ctx, &d::SUB_NS_ROUNDED);
@@ -225,7 +235,7 @@ impl Importer {
             }
             return self.metadata(ctx, e);
         }
-        let ts = match self.time(ctx, e.ts) {
+        let ts = match self.time_read(ctx, e.ts, e.times.ts) {
             Some(Ok(ts)) => ts - self.shift,
             Some(Err(())) => return Ok(()),
             None => {
@@ -423,7 +433,7 @@ impl Importer {
     fn complete(&mut self, ctx: &mut ImportCtx, e: &RawEvent, ts: i64) -> Result<()> {
         let track = self.thread_track(ctx, e);
         let mut s = self.slice(ctx, e, track, ts)?;
-        match self.time(ctx, e.dur) {
+        match self.time_read(ctx, e.dur, e.times.dur) {
             Some(Ok(dur)) if dur >= 0 => s.dur = Some(dur),
             Some(Ok(dur)) => {
                 self.note(ctx, &ir_kinds::SLICE_NEGATIVE_DURATION);

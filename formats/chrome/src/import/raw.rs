@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
+use tracex_ir::time::Decimal;
 
 /// A JSON string, borrowed unless it contains escapes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +90,20 @@ impl PartialEq for Members<'_> {
     }
 }
 
+/// `ts` and `dur` in ns where the fast path read them, on the read-ahead thread. A cache of
+/// what parsing them again gives, so it takes no part in comparing events.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Times {
+    pub ts: Option<Decimal>,
+    pub dur: Option<Decimal>,
+}
+
+impl PartialEq for Times {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 #[derive(Default, Debug, PartialEq)]
 pub struct RawEvent<'a> {
     pub ph: Option<Text<'a>>,
@@ -115,6 +130,7 @@ pub struct RawEvent<'a> {
     pub cname: Option<Text<'a>>,
     pub args: Option<Raw<'a>>,
     pub members: Members<'a>,
+    pub times: Times,
     /// Number of fields present (0 for `{}`).
     pub fields: u32,
     /// Fields tracex does not know, counted and dropped.
