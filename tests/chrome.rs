@@ -453,10 +453,12 @@ proptest! {
 
 /// Every event of every Chrome trace (own fixtures and the corpus, gzip or not): where the
 /// importer's fast path reads an event, serde reads the same fields; where serde refuses one,
-/// so does the importer.
+/// so does the importer. Where the tokenizer found an event's end by the fast path's walk,
+/// that walk read the fields serde reads.
 #[test]
 fn fast_path_reads_every_real_event_as_serde_does() {
     use tracex_chrome::import::fast::parse_event as parse_event_fast;
+    use tracex_chrome::import::fast::Spans;
     use tracex_chrome::import::parse_event;
     use tracex_chrome::import::raw::parse_event_serde;
     use tracex_chrome::import::tokenizer::{Item, Tokenizer};
@@ -466,7 +468,7 @@ fn fast_path_reads_every_real_event_as_serde_does() {
         .filter(|p| p.to_string_lossy().contains(".json"))
         .collect();
     files.extend(corpus_files("chrome"));
-    let (mut events, mut fast) = (0u64, 0u64);
+    let (mut events, mut fast, mut walked) = (0u64, 0u64, 0u64);
     for f in &files {
         let raw = std::fs::read(f).unwrap();
         let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
@@ -478,12 +480,26 @@ fn fast_path_reads_every_real_event_as_serde_does() {
             raw
         };
         let mut tok = Tokenizer::new(&bytes[..]);
-        while let Ok(Some(item)) = tok.next_item() {
-            let Item::Event { bytes, index, .. } = item else {
+        let mut spans = Spans::default();
+        while let Ok(Some(item)) = tok.next_item(&mut spans) {
+            let Item::Event {
+                bytes,
+                index,
+                layout,
+                ..
+            } = item
+            else {
                 continue;
             };
             events += 1;
             let reference = parse_event_serde(bytes);
+            // (the importer checks the bytes as UTF-8 before it reads the layout's spans)
+            if let (Some(layout), Ok(text)) = (layout, std::str::from_utf8(bytes)) {
+                walked += 1;
+                let e = layout.event(text, &spans).expect("on the event");
+                assert_eq!(Ok(&e), reference.as_ref().map_err(|_| ()), "{f:?} #{index}");
+            }
+            spans.clear();
             if let Some(e) = parse_event_fast(bytes) {
                 fast += 1;
                 assert_eq!(Ok(&e), reference.as_ref().map_err(|_| ()), "{f:?} #{index}");
@@ -496,8 +512,9 @@ fn fast_path_reads_every_real_event_as_serde_does() {
         }
     }
     eprintln!(
-        "fast path: {fast} of {events} events in {} Chrome traces, each equal to serde's reading",
+        "fast path: {fast} of {events} events in {} Chrome traces ({walked} found by its walk), \
+         each equal to serde's reading",
         files.len()
     );
-    assert!(fast > 0);
+    assert!(fast > 0 && walked > 0);
 }

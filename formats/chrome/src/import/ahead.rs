@@ -92,9 +92,20 @@ impl Batch {
                 bytes,
                 offset,
                 index,
+                layout,
             } => {
                 let text = std::str::from_utf8(bytes).ok();
-                match text.and_then(|t| Some((t, fast::layout(t, &mut self.spans)?))) {
+                let layout = match (text, layout) {
+                    (Some(_), Some(layout)) => Some(layout),
+                    // laid out by the tokenizer, but not UTF-8: serde reports it
+                    (None, Some(layout)) => {
+                        self.spans.forget(&layout);
+                        None
+                    }
+                    (Some(t), None) => fast::layout(t, &mut self.spans),
+                    (None, None) => None,
+                };
+                match text.zip(layout) {
                     Some((text, layout)) => {
                         let start = self.text.len();
                         self.text.push_str(text);
@@ -176,7 +187,7 @@ fn read_ahead<R: Read>(reader: R, tx: SyncSender<Msg>, spent: Receiver<Batch>) {
     let mut tok = Tokenizer::new(reader);
     let mut batch = Batch::default();
     loop {
-        match tok.next_item() {
+        match tok.next_item(&mut batch.spans) {
             Ok(Some(item)) => {
                 if !batch.push(item) {
                     continue;
@@ -302,6 +313,39 @@ mod tests {
         for (i, s) in seen[1..=n].iter().enumerate() {
             assert!(s[1..].starts_with(&format!("{i}:")), "{s} out of order");
         }
+    }
+
+    #[test]
+    fn an_event_laid_out_but_not_utf8_goes_to_serde() {
+        let doc = b"[{\"name\":\"a\xff\",\"ph\":\"i\",\"ts\":1},{\"name\":\"b\",\"ph\":\"X\",\"ts\":2.5,\"args\":{\"k\":3}}]";
+        let mut seen = Vec::new();
+        let end = pieces(&doc[..], |piece| -> Result<(), String> {
+            if let Piece::Event { index, parsed, .. } = piece {
+                // the second event's fields, read after the first one's were dropped
+                let fields = parsed.map(|e| {
+                    let members = e.members.0.map(|m| m.len());
+                    (
+                        e.name.clone().map(|n| n.0.into_owned()),
+                        e.times.ts,
+                        members,
+                    )
+                });
+                seen.push((index, fields));
+            }
+            Ok(())
+        });
+        assert!(end.is_ok());
+        let ts = tracex_ir::time::Decimal {
+            value: 2500,
+            rounded: false,
+        };
+        assert_eq!(
+            seen,
+            vec![
+                (0, None),
+                (1, Some((Some("b".to_string()), Some(ts), Some(1))))
+            ]
+        );
     }
 
     #[test]

@@ -52,33 +52,33 @@ enum Shape {
     Raw { nested: bool },
 }
 
-fn field(key: &str) -> Option<(Field, Shape)> {
+fn field(key: &[u8]) -> Option<(Field, Shape)> {
     use Field::*;
     let raw = Shape::Raw { nested: false };
     Some(match key {
-        "ph" => (Ph, Shape::Text),
-        "name" => (Name, Shape::Text),
-        "cat" => (Cat, Shape::Text),
-        "scope" => (Scope, Shape::Text),
-        "s" => (S, Shape::Text),
-        "bp" => (Bp, Shape::Text),
-        "cname" => (Cname, Shape::Text),
-        "args" => (Args, Shape::Raw { nested: true }),
-        "ts" => (Ts, raw),
-        "dur" => (Dur, raw),
-        "tts" => (Tts, raw),
-        "tdur" => (Tdur, raw),
-        "pid" => (Pid, raw),
-        "tid" => (Tid, raw),
-        "id" => (Id, raw),
-        "id2" => (Id2, raw),
-        "bind_id" => (BindId, raw),
-        "flow_in" => (FlowIn, raw),
-        "flow_out" => (FlowOut, raw),
-        "sf" => (Sf, raw),
-        "stack" => (Stack, raw),
-        "esf" => (Esf, raw),
-        "estack" => (Estack, raw),
+        b"ph" => (Ph, Shape::Text),
+        b"name" => (Name, Shape::Text),
+        b"cat" => (Cat, Shape::Text),
+        b"scope" => (Scope, Shape::Text),
+        b"s" => (S, Shape::Text),
+        b"bp" => (Bp, Shape::Text),
+        b"cname" => (Cname, Shape::Text),
+        b"args" => (Args, Shape::Raw { nested: true }),
+        b"ts" => (Ts, raw),
+        b"dur" => (Dur, raw),
+        b"tts" => (Tts, raw),
+        b"tdur" => (Tdur, raw),
+        b"pid" => (Pid, raw),
+        b"tid" => (Tid, raw),
+        b"id" => (Id, raw),
+        b"id2" => (Id2, raw),
+        b"bind_id" => (BindId, raw),
+        b"flow_in" => (FlowIn, raw),
+        b"flow_out" => (FlowOut, raw),
+        b"sf" => (Sf, raw),
+        b"stack" => (Stack, raw),
+        b"esf" => (Esf, raw),
+        b"estack" => (Estack, raw),
         _ => return None,
     })
 }
@@ -102,6 +102,26 @@ impl Spans {
     pub fn clear(&mut self) {
         self.fields.clear();
         self.members.clear();
+    }
+
+    /// Drops what `layout`, the last read into these lists, added to them.
+    pub fn forget(&mut self, layout: &Layout) {
+        self.fields.truncate(layout.spans.start);
+        if let Some(m) = &layout.members {
+            self.members.truncate(m.start);
+        }
+    }
+
+    /// Runs `read`, which appends to these lists; where it gives `None`, what it appended is
+    /// dropped.
+    fn read<T>(&mut self, read: impl FnOnce(&mut Spans) -> Option<T>) -> Option<T> {
+        let (fields, members) = (self.fields.len(), self.members.len());
+        let r = read(self);
+        if r.is_none() {
+            self.fields.truncate(fields);
+            self.members.truncate(members);
+        }
+        r
     }
 }
 
@@ -192,26 +212,40 @@ pub fn parse_event(bytes: &[u8]) -> Option<RawEvent<'_>> {
 /// Reads the event `text`, appending the spans of its known fields and the members of its
 /// `args` to `spans`; `None` (and `spans` as they were) where serde must decide.
 pub fn layout(text: &str, spans: &mut Spans) -> Option<Layout> {
-    let (first, first_member) = (spans.fields.len(), spans.members.len());
-    let read = u32::try_from(text.len())
-        .ok()
-        .and_then(|_| read_layout(text, first, spans));
-    if read.is_none() {
-        spans.fields.truncate(first);
-        spans.members.truncate(first_member);
-    }
-    read
+    spans.read(|spans| {
+        let (layout, end) = read_layout(text.as_bytes(), spans)?;
+        only_whitespace(&text.as_bytes()[end..]).then_some(layout)
+    })
 }
 
-fn read_layout(text: &str, first: usize, spans: &mut Spans) -> Option<Layout> {
+/// Reads the event at the start of `bytes` (the rest of the tokenizer's buffer: what follows
+/// the event is not read) as [`layout`] does, and its length; `None` (and `spans` as they were)
+/// where serde must decide or the event does not end within `bytes`. Its strings are not
+/// checked as UTF-8 (keys are compared as bytes): the caller checks the event's bytes before
+/// it reads anything from them. This is how the tokenizer finds the end of most events: one
+/// walk over them instead of its scan for the closing brace and then this one.
+pub fn layout_prefix(bytes: &[u8], spans: &mut Spans) -> Option<(Layout, usize)> {
+    // offsets are u32: an event longer than that does not end within what is read here
+    let bytes = &bytes[..bytes.len().min(u32::MAX as usize)];
+    spans.read(|spans| read_layout(bytes, spans))
+}
+
+fn only_whitespace(b: &[u8]) -> bool {
+    b.iter().all(|c| matches!(c, b' ' | b'\n' | b'\r' | b'\t'))
+}
+
+/// The layout of the object at the start of `b` and where it ends.
+fn read_layout(b: &[u8], spans: &mut Spans) -> Option<(Layout, usize)> {
     let mut e = Layout::default();
-    object(text, |p, key| {
+    let first = spans.fields.len();
+    let end = object(b, |p, (key_start, key_end)| {
+        let key = &b[key_start..key_end];
         e.fields += 1;
         let Some((field, shape)) = field(key) else {
             p.raw_field(false)?;
             e.unknown += 1;
             if e.first_unknown.is_none() {
-                e.first_unknown = Some(key.to_owned());
+                e.first_unknown = Some(std::str::from_utf8(key).ok()?.to_owned());
             }
             return Some(());
         };
@@ -225,7 +259,10 @@ fn read_layout(text: &str, first: usize, spans: &mut Spans) -> Option<Layout> {
             Shape::Raw { nested } => p.raw_field(nested)?,
         };
         // the last `ts` or `dur` counts, as in the event
-        let time = || at.and_then(|(start, end)| micros_to_ns(&text[start..end]));
+        let time = || {
+            let (start, end) = at?;
+            micros_to_ns(std::str::from_utf8(&b[start..end]).ok()?)
+        };
         match field {
             Field::Ts => e.times.ts = time(),
             Field::Dur => e.times.dur = time(),
@@ -237,33 +274,34 @@ fn read_layout(text: &str, first: usize, spans: &mut Spans) -> Option<Layout> {
         Some(())
     })?;
     e.spans = first..spans.fields.len();
-    Some(e)
+    Some((e, end))
 }
 
 /// The key/value pairs of the JSON object `text`, values as raw text, where no key has an
 /// escape; `None` where serde must decide (escapes, deep nesting, or not an object).
 pub fn object_pairs(text: &str) -> Option<Vec<(Text<'_>, Raw<'_>)>> {
     let mut pairs = Vec::new();
-    object(text, |p, key| {
+    // keys and values begin and end at ASCII bytes, so at char boundaries of `text`
+    let end = object(text.as_bytes(), |p, (key_start, key_end)| {
         let start = p.i;
         p.value(0)?;
-        pairs.push((Text(Cow::Borrowed(key)), Raw::new(&text[start..p.i])));
+        pairs.push((
+            Text(Cow::Borrowed(&text[key_start..key_end])),
+            Raw::new(&text[start..p.i]),
+        ));
         Some(())
     })?;
-    Some(pairs)
+    only_whitespace(&text.as_bytes()[end..]).then_some(pairs)
 }
 
-/// Walks `text` as one JSON object (and nothing after it) whose keys have no escapes, handing
-/// each key to `member`, which reads the value after it; `None` where serde must decide.
+/// Walks the JSON object at the start of `b` (after any whitespace) whose keys have no
+/// escapes, handing where each key's contents lie to `member`, which reads the value after
+/// it; where the object ends, or `None` where serde must decide.
 fn object<'a>(
-    text: &'a str,
-    mut member: impl FnMut(&mut Parser<'a>, &'a str) -> Option<()>,
-) -> Option<()> {
-    let mut p = Parser {
-        text,
-        b: text.as_bytes(),
-        i: 0,
-    };
+    b: &'a [u8],
+    mut member: impl FnMut(&mut Parser<'a>, (usize, usize)) -> Option<()>,
+) -> Option<usize> {
+    let mut p = Parser { b, i: 0 };
     p.ws();
     p.eat(b'{')?;
     p.ws();
@@ -271,7 +309,7 @@ fn object<'a>(
         p.i += 1;
     } else {
         loop {
-            let key = p.plain_string()?;
+            let key = p.plain_string_at()?;
             p.ws();
             p.eat(b':')?;
             p.ws();
@@ -284,15 +322,13 @@ fn object<'a>(
             }
         }
     }
-    p.ws();
-    (p.i == p.b.len()).then_some(())
+    Some(p.i)
 }
 
 /// Where a field's value lies in the event's text (start, end); `None` for `null`.
 type At = Option<(usize, usize)>;
 
 struct Parser<'a> {
-    text: &'a str,
     b: &'a [u8],
     i: usize,
 }
@@ -346,13 +382,6 @@ impl<'a> Parser<'a> {
             return None;
         }
         Some((start, self.i - 1))
-    }
-
-    /// A string without escapes, as its contents.
-    fn plain_string(&mut self) -> Option<&'a str> {
-        let (start, end) = self.plain_string_at()?;
-        // both ends are ASCII quotes, so char boundaries of the validated text
-        Some(&self.text[start..end])
     }
 
     /// A text field: a string without escapes, or `null`; where its contents lie.

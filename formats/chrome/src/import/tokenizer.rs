@@ -1,6 +1,8 @@
 //! Splits a Chrome JSON document into events without parsing it whole: the input is read in
-//! chunks, each event object is found by brace matching (aware of strings and escapes) and handed
-//! out as a byte slice; top-level keys other than `traceEvents` come out as raw values.
+//! chunks, each event object is found by the [`fast`] path's walk (which lays the event out on
+//! the way) or, where that path leaves the event to serde, by brace matching (aware of strings
+//! and escapes), and handed out as a byte slice; top-level keys other than `traceEvents` come
+//! out as raw values.
 //!
 //! Accepted as viewers accept them: the object or the bare-array form, `traceEvents` anywhere
 //! among the keys, a missing `]` or `]}`, trailing and leading commas, `{}` padding, and a last
@@ -8,16 +10,21 @@
 
 use std::io::{self, Read};
 
+use super::fast::{self, Layout, Spans};
+
 const CHUNK: usize = 4 << 20;
 
 /// One piece of the document.
 #[derive(Debug)]
 pub enum Item<'a> {
-    /// An element of the events array; `bytes` is one JSON value (normally an object).
+    /// An element of the events array; `bytes` is one JSON value (normally an object). Its
+    /// `layout` where the fast path read it while finding its end (its spans are in the lists
+    /// handed to [`Tokenizer::next_item`]; its bytes are not yet checked as UTF-8).
     Event {
         bytes: &'a [u8],
         offset: u64,
         index: u64,
+        layout: Option<Layout>,
     },
     /// A top-level key other than `traceEvents`, with its raw value.
     Meta {
@@ -281,8 +288,9 @@ impl<R: Read> Tokenizer<R> {
         Ok(Some(key))
     }
 
-    /// The next item, or `None` at the end of the document.
-    pub fn next_item(&mut self) -> Result<Option<Item<'_>>, TokError> {
+    /// The next item, or `None` at the end of the document. Events the fast path reads are laid
+    /// out into `spans` on the way.
+    pub fn next_item(&mut self, spans: &mut Spans) -> Result<Option<Item<'_>>, TokError> {
         loop {
             match self.state {
                 State::Start => {
@@ -406,8 +414,17 @@ impl<R: Read> Tokenizer<R> {
                             return Err(self.syntax("expected ',' or ']' between events"));
                         }
                         let offset = self.offset();
+                        let mut layout = None;
                         let len = if first == b'{' {
-                            self.scan_object()?
+                            // most events: the fast path's walk finds the end; else (an event
+                            // serde must read, or one the buffer cuts) the brace scan does
+                            match fast::layout_prefix(&self.buf[self.pos..self.end], spans) {
+                                Some((read, len)) => {
+                                    layout = Some(read);
+                                    Some(len)
+                                }
+                                None => self.scan_object()?,
+                            }
                         } else {
                             self.scan_value()?
                         };
@@ -422,6 +439,7 @@ impl<R: Read> Tokenizer<R> {
                                     bytes: &self.buf[start..start + len],
                                     offset,
                                     index,
+                                    layout,
                                 }));
                             }
                             None => {
@@ -452,23 +470,45 @@ mod tests {
     use super::*;
 
     /// Events and meta keys of `doc`, read with a tiny chunk-independent reader.
+    /// Events and meta keys of `doc`, read in 3-byte pieces, and the same read whole: both
+    /// give the same items, events found by the fast path's walk where it read them whole.
     fn items(doc: &str) -> (Vec<String>, Leniency) {
-        struct Slow<'a>(&'a [u8]);
-        impl Read for Slow<'_> {
-            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-                // hand out 3 bytes at a time to exercise refills inside strings and escapes
-                let n = self.0.len().min(3).min(out.len());
-                out[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
+        let slow = items_from(Slow(doc.as_bytes()));
+        let whole = items_from(doc.as_bytes());
+        assert_eq!(slow.0, whole.0, "{doc}");
+        assert_eq!(format!("{:?}", slow.1), format!("{:?}", whole.1), "{doc}");
+        slow
+    }
+
+    struct Slow<'a>(&'a [u8]);
+    impl Read for Slow<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            // hand out 3 bytes at a time to exercise refills inside strings and escapes
+            let n = self.0.len().min(3).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
         }
-        let mut t = Tokenizer::new(Slow(doc.as_bytes()));
+    }
+
+    fn items_from(r: impl Read) -> (Vec<String>, Leniency) {
+        let mut t = Tokenizer::new(r);
         let mut out = Vec::new();
+        let mut spans = Spans::default();
         loop {
-            match t.next_item() {
-                Ok(Some(Item::Event { bytes, .. })) => {
-                    out.push(String::from_utf8(bytes.to_vec()).unwrap())
+            match t.next_item(&mut spans) {
+                Ok(Some(Item::Event { bytes, layout, .. })) => {
+                    let text = String::from_utf8(bytes.to_vec()).unwrap();
+                    if let Some(layout) = layout {
+                        // the walk ended where the event ends, and read it as a walk over the
+                        // event alone does (the caches of args and times included)
+                        let read = layout.event(&text, &spans).expect("on the event");
+                        let mut alone = Spans::default();
+                        let again = fast::layout(&text, &mut alone).expect("read alone");
+                        let again = again.event(&text, &alone).expect("on the event");
+                        assert_eq!(format!("{read:?}"), format!("{again:?}"), "{text}");
+                    }
+                    out.push(text)
                 }
                 Ok(Some(Item::Meta { key, raw, .. })) => out.push(format!(
                     "{key}={}",
@@ -518,12 +558,13 @@ mod tests {
     #[test]
     fn syntax_errors_have_offsets() {
         let mut t = Tokenizer::new(&b"  hello"[..]);
-        match t.next_item() {
+        match t.next_item(&mut Spans::default()) {
             Err(TokError::Syntax(e)) => assert_eq!(e.offset, 2),
             _ => panic!("expected a syntax error"),
         }
         let mut t = Tokenizer::new(&b"[{} {}]"[..]);
-        assert!(matches!(t.next_item(), Ok(Some(_))));
-        assert!(matches!(t.next_item(), Err(TokError::Syntax(_))));
+        let mut spans = Spans::default();
+        assert!(matches!(t.next_item(&mut spans), Ok(Some(_))));
+        assert!(matches!(t.next_item(&mut spans), Err(TokError::Syntax(_))));
     }
 }
