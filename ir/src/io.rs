@@ -362,8 +362,11 @@ pub struct LineReader<R> {
     line: u64,
 }
 
-/// Bytes asked of the reader at a time; the buffer doubles for a longer line.
-const LINE_READ: usize = 1 << 20;
+/// The buffer's first size; it doubles for a longer line. Reads ask for what the buffer has
+/// room for, which stays above 1 MiB: a `BufReader` of up to that capacity (the CLI reads
+/// inputs through one of 1 MiB) then hands the read to the file instead of copying its own
+/// buffer's bytes (a copy of the whole input, on the importing thread).
+const LINE_READ: usize = 2 << 20;
 
 impl<R: io::Read> LineReader<R> {
     pub fn new(r: R) -> Self {
