@@ -134,8 +134,9 @@ impl Batch {
 
     /// Hands each piece to `each`, in order; stops at its first error.
     fn each<E>(&self, each: &mut impl FnMut(Piece<'_>) -> Result<(), E>) -> Result<(), E> {
+        // one event's fields, written over for each event
+        let mut parsed = RawEvent::default();
         for found in &self.found {
-            let parsed;
             let piece = match found {
                 Found::Read {
                     read,
@@ -144,12 +145,12 @@ impl Batch {
                     layout,
                 } => {
                     let text = &self.text[read.clone()];
-                    parsed = layout.event(text, &self.spans);
+                    let read = layout.event_into(text, &self.spans, &mut parsed);
                     Piece::Event {
                         bytes: text.as_bytes(),
                         offset: *offset,
                         index: *index,
-                        parsed: parsed.as_ref(),
+                        parsed: read.map(|()| &parsed),
                     }
                 }
                 Found::Other {

@@ -143,11 +143,24 @@ impl Layout {
     /// The event, from the text the layout was read from and the list its spans went to;
     /// `None` if they do not lie on `text` (not the text that was read).
     pub fn event<'a>(&self, text: &'a str, spans: &'a Spans) -> Option<RawEvent<'a>> {
+        let mut e = RawEvent::default();
+        self.event_into(text, spans, &mut e)?;
+        Some(e)
+    }
+
+    /// [`Self::event`], written over `e`: for a caller that reads one event after another, as
+    /// an event returned by value (half a kilobyte) was copied twice on the importing thread.
+    pub fn event_into<'a>(
+        &self,
+        text: &'a str,
+        spans: &'a Spans,
+        e: &mut RawEvent<'a>,
+    ) -> Option<()> {
         let members = match &self.members {
             Some(m) => Some(spans.members.get(m.clone())?),
             None => None,
         };
-        self.event_with(text, &spans.fields, members)
+        self.write(text, &spans.fields, members, e)
     }
 
     fn event_with<'a>(
@@ -156,7 +169,19 @@ impl Layout {
         fields: &[Span],
         members: Option<&'a [Member]>,
     ) -> Option<RawEvent<'a>> {
-        let mut e = RawEvent {
+        let mut e = RawEvent::default();
+        self.write(text, fields, members, &mut e)?;
+        Some(e)
+    }
+
+    fn write<'a>(
+        &self,
+        text: &'a str,
+        fields: &[Span],
+        members: Option<&'a [Member]>,
+        e: &mut RawEvent<'a>,
+    ) -> Option<()> {
+        *e = RawEvent {
             fields: self.fields,
             unknown: self.unknown,
             first_unknown: self.first_unknown.clone(),
@@ -197,7 +222,7 @@ impl Layout {
                 Field::Estack => e.estack = raw(),
             }
         }
-        Some(e)
+        Some(())
     }
 }
 
