@@ -163,17 +163,6 @@ impl Layout {
         self.write(text, &spans.fields, members, e)
     }
 
-    fn event_with<'a>(
-        &self,
-        text: &'a str,
-        fields: &[Span],
-        members: Option<&'a [Member]>,
-    ) -> Option<RawEvent<'a>> {
-        let mut e = RawEvent::default();
-        self.write(text, fields, members, &mut e)?;
-        Some(e)
-    }
-
     fn write<'a>(
         &self,
         text: &'a str,
@@ -231,7 +220,9 @@ pub fn parse_event(bytes: &[u8]) -> Option<RawEvent<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut spans = Spans::default();
     // the members lie in `spans`, which this function cannot lend out: `args` is read again
-    layout(text, &mut spans)?.event_with(text, &spans.fields, None)
+    let mut e = RawEvent::default();
+    layout(text, &mut spans)?.write(text, &spans.fields, None, &mut e)?;
+    Some(e)
 }
 
 /// Reads the event `text`, appending the spans of its known fields and the members of its
@@ -324,29 +315,11 @@ pub fn object_pairs(text: &str) -> Option<Vec<(Text<'_>, Raw<'_>)>> {
 /// it; where the object ends, or `None` where serde must decide.
 fn object<'a>(
     b: &'a [u8],
-    mut member: impl FnMut(&mut Parser<'a>, (usize, usize)) -> Option<()>,
+    member: impl FnMut(&mut Parser<'a>, (usize, usize)) -> Option<()>,
 ) -> Option<usize> {
     let mut p = Parser { b, i: 0 };
     p.ws();
-    p.eat(b'{')?;
-    p.ws();
-    if p.peek()? == b'}' {
-        p.i += 1;
-    } else {
-        loop {
-            let key = p.plain_string_at()?;
-            p.ws();
-            p.eat(b':')?;
-            p.ws();
-            member(&mut p, key)?;
-            p.ws();
-            match p.next()? {
-                b',' => p.ws(),
-                b'}' => break,
-                _ => return None,
-            }
-        }
-    }
+    p.object(member)?;
     Some(p.i)
 }
 
@@ -452,6 +425,24 @@ impl<'a> Parser<'a> {
     fn members(&mut self, out: &mut Vec<Member>) -> Option<()> {
         let start = self.i;
         let at = |i: usize| (i - start) as u32;
+        self.object(|p, (key_start, key_end)| {
+            let value_start = p.i;
+            p.value(1)?;
+            out.push(Member {
+                key: (at(key_start), at(key_end)),
+                value: (at(value_start), at(p.i)),
+            });
+            Some(())
+        })
+    }
+
+    /// Moves past the object whose `{` is at `i` and whose keys have no escapes, handing where
+    /// each key's contents lie to `member`, which reads the value after it; `None` where serde
+    /// must decide.
+    fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, (usize, usize)) -> Option<()>,
+    ) -> Option<()> {
         self.eat(b'{')?;
         self.ws();
         if self.peek()? == b'}' {
@@ -459,16 +450,11 @@ impl<'a> Parser<'a> {
             return Some(());
         }
         loop {
-            let (key_start, key_end) = self.plain_string_at()?;
+            let key = self.plain_string_at()?;
             self.ws();
             self.eat(b':')?;
             self.ws();
-            let value_start = self.i;
-            self.value(1)?;
-            out.push(Member {
-                key: (at(key_start), at(key_end)),
-                value: (at(value_start), at(self.i)),
-            });
+            member(self, key)?;
             self.ws();
             match self.next()? {
                 b',' => self.ws(),

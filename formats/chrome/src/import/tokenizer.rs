@@ -469,7 +469,6 @@ impl<R: Read> Tokenizer<R> {
 mod tests {
     use super::*;
 
-    /// Events and meta keys of `doc`, read with a tiny chunk-independent reader.
     /// Events and meta keys of `doc`, read in 3-byte pieces, and the same read whole: both
     /// give the same items, events found by the fast path's walk where it read them whole.
     fn items(doc: &str) -> (Vec<String>, Leniency) {
