@@ -353,6 +353,19 @@ impl<'r> Cols<'r> {
     }
 }
 
+/// `v` as an owned value. Text that is not UTF-8 is decoded lossily: rusqlite's own conversion
+/// panics on it, and a damaged or hand-made export may hold such bytes.
+pub fn owned(v: ValueRef) -> rusqlite::types::Value {
+    use rusqlite::types::Value;
+    match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::Integer(i),
+        ValueRef::Real(f) => Value::Real(f),
+        ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+    }
+}
+
 /// The rowid in column 0 (0 when the query has none).
 pub fn rowid(row: &Row) -> i64 {
     match row.first() {

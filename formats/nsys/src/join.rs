@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 use tracex_ir::Result;
 
 use crate::catalogue::COMMON;
-use crate::db::{row_count, Table};
+use crate::db::{owned, row_count, Table};
 use crate::idmap::IdMap;
 use crate::order::{OrderCheck, Orders};
 use crate::scan::{Filter, ScanRow, ScanRows, ScanSpec};
@@ -62,7 +62,7 @@ impl<const N: usize> Cells<N> {
                 ValueRef::Integer(x) => (v[i], t[i]) = (x, Tag::Int),
                 other => {
                     t[i] = Tag::Odd;
-                    self.odd.insert((v[0], i as u8), SqlValue::from(other));
+                    self.odd.insert((v[0], i as u8), owned(other));
                 }
             }
         }

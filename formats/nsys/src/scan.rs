@@ -8,7 +8,7 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, Statement};
 use tracex_ir::{Location, Result};
 
-use crate::db::{sqlite_error, Table};
+use crate::db::{owned, sqlite_error, Table};
 use crate::pages::{Layout, PageRow, PageScan};
 
 pub use crate::pages::Filter;
@@ -108,7 +108,7 @@ impl ScanRow<'_> {
         match v {
             ValueRef::Integer(v) => SqlValue::Integer(v),
             ValueRef::Null => SqlValue::Null,
-            other => SqlValue::from(other),
+            other => owned(other),
         }
     }
 
