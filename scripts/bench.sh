@@ -32,6 +32,8 @@ last_wall=0 last_cpu=0
 measure() {
   local label=$1 bytes=$2; shift 2
   local t; t=$(mktemp)
+  # the last job's output is written back now, not by the kernel's flusher during this job
+  sync
   /usr/bin/time -f "%e %M %U %S" -o "$t" "$@" >/dev/null
   read -r secs kb user sys < "$t"; rm -f "$t"
   last_wall=$secs
@@ -51,13 +53,20 @@ versus() {
 
 size() { stat -c %s "$1"; }
 
+# fresh PATH...: removes the outputs of an earlier job or run before a job writes them again.
+# Replacing a file of 1 GB made the job pay for freeing it (ext4 truncates the old file's pages
+# and, on a rename over an existing file, writes the new one back at once: 0.3-1 s of one core).
+fresh() { rm -f -- "$@"; sync; }
+
 # nsys2json.py and nsys-chrome on the nsys export $1, right after tracex's job on it (each only
 # when its path is set).
 vs_nsys2json() {
+  [ -z "${TRACEX_PEER_NSYS2JSON:-}" ] || fresh "$out/nsys-1m.peer.json"
   [ -z "${TRACEX_PEER_NSYS2JSON:-}" ] || versus "nsys2json.py" "$(size "$1")" \
     python3 "$TRACEX_PEER_NSYS2JSON" -f "$1" -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
 }
 vs_nsys_chrome() {
+  [ -z "${TRACEX_PEER_NSYS_CHROME:-}" ] || fresh "$out/nsys-1m.peer.json.gz"
   [ -z "${TRACEX_PEER_NSYS_CHROME:-}" ] || versus "nsys-chrome" "$(size "$1")" \
     "$TRACEX_PEER_NSYS_CHROME" "$1" -o "$out/nsys-1m.peer.json.gz"
 }
@@ -72,7 +81,9 @@ for s in "${sections[@]}"; do
       echo "== chrome: $(size "$f") bytes, 2M events"
       "$gen" measure "$f"
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
+      fresh "$out/chrome-2m.out.json"
       measure "chrome -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json"
+      fresh "$out/chrome-2m.out.json.gz"
       measure "chrome -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json.gz"
       ;;
     otf2)
@@ -125,23 +136,30 @@ for s in "${sections[@]}"; do
       [ -f "$sh" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --shuffle --overlap 44000 --out "$sh"
       echo "== nsys: $(size "$f") bytes, 1M kernels + 1M runtime calls + 100k NVTX ranges"
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
+      fresh "$out/nsys-1m.json"
       measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
       vs_nsys2json "$f"
+      fresh "$out/nsys-1m.json.gz"
       measure "nsys 1M -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json.gz"
       vs_nsys_chrome "$f"
+      fresh "$out/nsys-1m.json"
       measure "nsys 1M -> chrome json, without nvtx-kernel" "$(size "$f")" \
         "$bin" -q convert -f --activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
+      fresh "$out/nsys-250k.json"
       measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
       measure "nsys 250k -> otf2" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.otf2"
       measure "nsys 1M -> otf2" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.otf2"
       measure "import only, rows not in time order" "$(size "$u")" "$bin" -q info "$u"
+      fresh "$out/nsys-1m.json"
       measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
         "$bin" -q convert -f "$u" "$out/nsys-1m.json"
       vs_nsys2json "$u"
       measure "import only, rows shuffled, 44k overlaps" "$(size "$sh")" "$bin" -q info "$sh"
+      fresh "$out/nsys-1m.json"
       measure "nsys 1M shuffled -> chrome json" "$(size "$sh")" \
         "$bin" -q convert -f "$sh" "$out/nsys-1m.json"
       vs_nsys2json "$sh"
+      fresh "$out/nsys-1m.json.gz"
       measure "nsys 1M shuffled -> chrome json.gz" "$(size "$sh")" \
         "$bin" -q convert -f "$sh" "$out/nsys-1m.json.gz"
       vs_nsys_chrome "$sh"
@@ -152,9 +170,13 @@ for s in "${sections[@]}"; do
       f=$out/nsys-1m.sqlite
       [ -f "$f" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --out "$f"
       echo "== perfetto: $(size "$f") bytes of nsys export"
+      fresh "$out/nsys-1m.json"
       measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
+      fresh "$out/nsys-1m.pftrace"
       measure "nsys 1M -> pftrace" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.pftrace"
+      fresh "$out/nsys-1m.pftrace.gz"
       measure "nsys 1M -> pftrace.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.pftrace.gz"
+      fresh "$out/pftrace-1m.json"
       measure "pftrace 1M -> chrome json (import)" "$(size "$out/nsys-1m.pftrace")" \
         "$bin" -q convert -f "$out/nsys-1m.pftrace" "$out/pftrace-1m.json"
       j=$(size "$out/nsys-1m.json") p=$(size "$out/nsys-1m.pftrace") z=$(size "$out/nsys-1m.pftrace.gz")
