@@ -209,6 +209,7 @@ impl<'c> Importer<'c> {
 
     /// Reads one argument column as `how` says; NULL gives no argument. Arguments never fail a
     /// row: a value of an unexpected type is shown as it is.
+    #[inline]
     pub fn arg_value(&mut self, defs: &mut Defs, c: &mut Cols, how: How) -> Option<Value> {
         let v = c.raw()?;
         Some(match (how, v) {
