@@ -11,18 +11,27 @@ use crate::diag as d;
 pub struct Literals(Vec<Option<Box<[u8]>>>);
 
 impl Literals {
-    /// Appends string `id` of `defs` as a JSON string literal.
+    /// Appends string `id` of `defs` as a JSON string literal. Inline: names, categories and
+    /// arg keys make several calls per event.
+    #[inline]
     pub fn push(&mut self, out: &mut Vec<u8>, defs: &Defs, id: StrId) {
+        match self.0.get(id.0 as usize) {
+            Some(Some(lit)) => out.extend_from_slice(lit),
+            _ => self.push_new(out, defs, id),
+        }
+    }
+
+    /// [`Literals::push`] of a string not seen before: makes its literal.
+    #[cold]
+    fn push_new(&mut self, out: &mut Vec<u8>, defs: &Defs, id: StrId) {
         let i = id.0 as usize;
         if i >= self.0.len() {
             self.0.resize(i + 1, None);
         }
-        let lit = self.0[i].get_or_insert_with(|| {
-            let mut v = Vec::new();
-            push_str(&mut v, defs.str(id));
-            v.into_boxed_slice()
-        });
-        out.extend_from_slice(lit);
+        let mut v = Vec::new();
+        push_str(&mut v, defs.str(id));
+        out.extend_from_slice(&v);
+        self.0[i] = Some(v.into_boxed_slice());
     }
 }
 
@@ -90,10 +99,7 @@ pub fn push_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// Appends an integer.
-pub fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-}
+pub use tracex_ir::decimal::push_int;
 
 /// Appends a value; false when it could not be written as is (NaN or ∞ became `null`).
 pub fn write_value(out: &mut Vec<u8>, defs: &Defs, v: &Value) -> bool {
