@@ -100,10 +100,11 @@ const G_CORR: usize = 7;
 /// API columns read: rowid, start, globalTid, correlationId.
 const A: usize = 4;
 
-/// The GPU rows sorted by (process, correlation id, rowid), and per process where the rows of
-/// each correlation id start.
+/// The GPU rows in storage order, their order by (process, correlation id, rowid), and per
+/// process where the rows of each correlation id start in that order.
 pub struct GpuIndex {
     cells: Cells<G>,
+    order: Vec<u32>,
     by_process: FxHashMap<i64, IdMap>,
 }
 
@@ -131,42 +132,42 @@ impl GpuIndex {
                 cells.push(&r);
             }
         }
-        sort_by_process(&mut cells.rows);
-        let mut by_process = FxHashMap::default();
-        let rows = &cells.rows;
-        let mut i = 0;
-        while i < rows.len() {
-            // one process: rows i..j
-            let p = process_of(rows[i].0[G_PID]);
-            let mut j = i;
-            while j < rows.len() && process_of(rows[j].0[G_PID]) == p {
-                j += 1;
-            }
-            // the first row of each correlation id (ids are counters: dense within a process)
-            let firsts = (i..j)
-                .filter(|&k| k == i || rows[k - 1].0[G_CORR] != rows[k].0[G_CORR])
-                .map(|k| (rows[k].0[G_CORR], k as u32));
-            by_process.insert(p, IdMap::new(firsts, 4));
-            i = j;
+        if cells.rows.len() >= u32::MAX as usize {
+            return Err(tracex_ir::Error::invalid(
+                tracex_ir::Location::Nowhere,
+                format!("table {} has too many rows for the launch join", g.name),
+            ));
         }
-        Ok(GpuIndex { cells, by_process })
+        let (order, groups) = sorted_order(&cells.rows);
+        let by_process = groups
+            .into_iter()
+            .map(|g| {
+                // the first position of each correlation id (ids are counters: dense within a
+                // process), from the group's sorted ids rather than from the rows (a cache miss
+                // each at 1M rows)
+                let firsts = (0..g.ids.len())
+                    .filter(|&k| k == 0 || g.ids[k - 1] != g.ids[k])
+                    .map(|k| (g.ids[k], (g.start + k) as u32));
+                (g.process, IdMap::new(firsts, 4))
+            })
+            .collect();
+        Ok(GpuIndex {
+            cells,
+            order,
+            by_process,
+        })
     }
 
-    /// The rows of (`process`, `corr`): a range of the sorted vector.
-    fn find(&self, process: i64, corr: i64) -> std::ops::Range<usize> {
+    /// The rows of (`process`, `corr`), in rowid order.
+    fn find(&self, process: i64, corr: i64) -> impl Iterator<Item = usize> + '_ {
         let first = self.by_process.get(&process).and_then(|m| m.get(corr));
-        let Some(first) = first.map(|f| f as usize) else {
-            return 0..0;
-        };
-        let mut end = first;
+        let from = first.map_or(self.order.len(), |f| f as usize);
         let rows = &self.cells.rows;
-        while end < rows.len()
-            && rows[end].0[G_CORR] == corr
-            && process_of(rows[end].0[G_PID]) == process
-        {
-            end += 1;
-        }
-        first..end
+        (self.order[from..].iter())
+            .map(|&k| k as usize)
+            .take_while(move |&k| {
+                rows[k].0[G_CORR] == corr && process_of(rows[k].0[G_PID]) == process
+            })
     }
 }
 
@@ -178,83 +179,94 @@ fn gpu_key(r: &GpuRow) -> (i64, i64, i64) {
     (process_of(r.0[G_PID]), r.0[G_CORR], r.0[0])
 }
 
-/// Processes beyond which [`sort_by_process`] sorts all rows at once.
+/// Processes beyond which [`sorted_order`] sorts all rows at once.
 const MAX_GROUPS: usize = 64;
 
-/// Sorts `rows` (read in rowid order) by [`gpu_key`] with little work: the rows' indices are
-/// grouped by process (few), each group sorted ([`sort_group`]), and the rows moved once
-/// along that permutation. Sorting the 72-byte rows themselves by a three-part key was 13% of
-/// the index thread (callgrind), which runs before the first launch can be joined.
-fn sort_by_process(rows: &mut [GpuRow]) {
-    if rows.is_sorted_by_key(gpu_key) {
-        return;
-    }
-    if u32::try_from(rows.len()).is_err() {
-        return rows.sort_unstable_by_key(gpu_key);
-    }
-    let mut groups: Vec<(i64, Vec<u32>)> = Vec::new();
-    for (i, r) in rows.iter().enumerate() {
-        let p = process_of(r.0[G_PID]);
-        match groups.iter().position(|g| g.0 == p) {
-            Some(g) => groups[g].1.push(i as u32),
-            None if groups.len() < MAX_GROUPS => groups.push((p, vec![i as u32])),
-            None => return rows.sort_unstable_by_key(gpu_key),
-        }
-    }
-    groups.sort_unstable_by_key(|g| g.0);
-    let mut order: Vec<u32> = Vec::with_capacity(rows.len());
-    for (_, mut group) in groups {
-        sort_group(rows, &mut group);
-        order.append(&mut group);
-    }
-    permute(rows, &mut order);
+/// The rows of one process in [`sorted_order`]: where they start in the order, and their
+/// correlation ids in that order.
+struct Group {
+    process: i64,
+    start: usize,
+    ids: Vec<i64>,
 }
 
-/// Sorts the indices of one process's rows by (correlation id, rowid). Kernels on several
-/// streams start in another order than they were launched, so a group is seldom in order;
-/// it is sorted as 8-byte keys (the id's offset from the smallest, then the index, which
-/// follows the rowid) when the ids span less than 2^32, as they do.
-fn sort_group(rows: &[GpuRow], group: &mut [u32]) {
+/// The indices of `rows` (fewer than `u32::MAX`, read in rowid order) in [`gpu_key`] order,
+/// with little work: grouped by process (few), each group sorted ([`sort_group`]). The rows
+/// stay where they are: sorting the 72-byte rows by a three-part key was 13% of the index
+/// thread (callgrind), and moving them along the order cost a cache miss per row at 1M rows;
+/// the join reads them in launch order, close to storage order.
+fn sorted_order(rows: &[GpuRow]) -> (Vec<u32>, Vec<Group>) {
+    let mut members: Vec<(i64, Vec<u32>)> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let p = process_of(r.0[G_PID]);
+        match members.iter().position(|g| g.0 == p) {
+            Some(g) => members[g].1.push(i as u32),
+            None if members.len() < MAX_GROUPS => members.push((p, vec![i as u32])),
+            None => return sorted_at_once(rows),
+        }
+    }
+    members.sort_unstable_by_key(|g| g.0);
+    let mut order: Vec<u32> = Vec::with_capacity(rows.len());
+    let mut groups = Vec::with_capacity(members.len());
+    for (process, mut group) in members {
+        let ids = sort_group(rows, &mut group);
+        let start = order.len();
+        order.append(&mut group);
+        groups.push(Group {
+            process,
+            start,
+            ids,
+        });
+    }
+    (order, groups)
+}
+
+/// [`sorted_order`] for rows of many processes: one sort of all indices.
+fn sorted_at_once(rows: &[GpuRow]) -> (Vec<u32>, Vec<Group>) {
+    let mut order: Vec<u32> = (0..rows.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| gpu_key(&rows[i as usize]));
+    let mut groups: Vec<Group> = Vec::new();
+    for (k, &i) in order.iter().enumerate() {
+        let (p, corr, _) = gpu_key(&rows[i as usize]);
+        match groups.last_mut() {
+            Some(g) if g.process == p => g.ids.push(corr),
+            _ => groups.push(Group {
+                process: p,
+                start: k,
+                ids: vec![corr],
+            }),
+        }
+    }
+    (order, groups)
+}
+
+/// Sorts the indices of one process's rows by (correlation id, rowid); returns their ids in
+/// that order. Kernels on several streams start in another order than they were launched, so
+/// a group is seldom in order; it is sorted as 8-byte keys (the id's offset from the
+/// smallest, then the index, which follows the rowid) when the ids span less than 2^32, as
+/// they do.
+fn sort_group(rows: &[GpuRow], group: &mut [u32]) -> Vec<i64> {
     let corr = |i: u32| rows[i as usize].0[G_CORR];
     if group.is_sorted_by_key(|&i| (corr(i), i)) {
-        return;
+        return group.iter().map(|&i| corr(i)).collect();
     }
     let (min, max) = group.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &i| {
         (lo.min(corr(i)), hi.max(corr(i)))
     });
     if (max as i128 - min as i128) >= 1 << 32 {
-        return group.sort_unstable_by_key(|&i| (corr(i), i));
+        group.sort_unstable_by_key(|&i| (corr(i), i));
+        return group.iter().map(|&i| corr(i)).collect();
     }
     let mut keys: Vec<u64> = (group.iter())
         .map(|&i| ((corr(i) - min) as u64) << 32 | i as u64)
         .collect();
     keys.sort_unstable();
+    let mut ids = Vec::with_capacity(keys.len());
     for (slot, k) in group.iter_mut().zip(keys) {
         *slot = k as u32;
+        ids.push(min + (k >> 32) as i64);
     }
-}
-
-/// Moves `rows[order[j]]` to `j` for every `j`, one cycle of the permutation at a time;
-/// `order` is used up (marked).
-fn permute<T: Copy>(rows: &mut [T], order: &mut [u32]) {
-    const DONE: u32 = u32::MAX;
-    for start in 0..rows.len() {
-        if order[start] == DONE {
-            continue;
-        }
-        let first = rows[start];
-        let mut j = start;
-        loop {
-            let from = order[j] as usize;
-            order[j] = DONE;
-            if from == start {
-                rows[j] = first;
-                break;
-            }
-            rows[j] = rows[from];
-            j = from;
-        }
-    }
+    ids
 }
 
 impl LaunchJoin {
@@ -379,11 +391,10 @@ mod tests {
     use super::*;
     use crate::db::Schema;
 
-    /// Grouping by process and moving the rows along the permutation give the order of a
-    /// plain sort: interleaved processes in order, groups out of order, repeated ids, many
-    /// processes.
+    /// Grouping by process and sorting each group give the order of a plain sort:
+    /// interleaved processes in order, groups out of order, repeated ids, many processes.
     #[test]
-    fn sort_by_process_is_a_sort() {
+    fn sorted_order_is_a_sort() {
         let row = |rowid: i64, pid: i64, corr: i64| {
             let mut v = [0i64; G];
             (v[0], v[G_PID], v[G_CORR]) = (rowid, pid << 24, corr);
@@ -414,14 +425,21 @@ mod tests {
             }
             let mut want = rows.clone();
             want.sort_unstable_by_key(gpu_key);
-            sort_by_process(&mut rows);
-            let keys = |r: &[GpuRow]| r.iter().map(gpu_key).collect::<Vec<_>>();
-            assert_eq!(keys(&rows), keys(&want), "{processes} processes");
+            let (order, groups) = sorted_order(&rows);
+            let got: Vec<_> = order.iter().map(|&i| gpu_key(&rows[i as usize])).collect();
+            let want: Vec<_> = want.iter().map(gpu_key).collect();
+            assert_eq!(got, want, "{processes} processes");
+            // each group: its process's positions and their ids
+            let mut k = 0;
+            for g in groups {
+                assert_eq!(g.start, k);
+                for (j, &id) in g.ids.iter().enumerate() {
+                    assert_eq!((g.process, id), (want[k + j].0, want[k + j].1));
+                }
+                k += g.ids.len();
+            }
+            assert_eq!(k, rows.len());
         }
-        let mut order = vec![2, 0, 3, 1];
-        let mut v = ['a', 'b', 'c', 'd'];
-        permute(&mut v, &mut order);
-        assert_eq!(v, ['c', 'a', 'd', 'b']);
     }
 
     /// The join gives what the SQL join gave: every pair on (process, correlationId), calls in
