@@ -92,6 +92,7 @@ pub enum ScanRow<'r> {
 }
 
 impl ScanRow<'_> {
+    #[inline]
     pub fn get(&self, i: usize) -> ValueRef<'_> {
         match self {
             ScanRow::Sql(r) => r.get_ref(i).unwrap_or(ValueRef::Null),
@@ -100,6 +101,7 @@ impl ScanRow<'_> {
     }
 
     /// Cell `i` as an owned value: integers and NULLs (most cells) without an allocation.
+    #[inline]
     pub fn value(&self, i: usize) -> SqlValue {
         let v = match self {
             ScanRow::Sql(r) => r.get_ref(i).unwrap_or(ValueRef::Null),
