@@ -9,7 +9,8 @@
 //! r.globalTid, g.rowid, then [`GPU_COLUMNS`]), in API-call order (`start`, then rowid; the rowid
 //! order when the table is stored in time order) and, for one call, in GPU rowid order. Values
 //! that are not integers or NULL are kept as they are (they only name what is wrong).
-//! Memory: 64 bytes per GPU row (and 32 per API call for a table not in time order).
+//! Memory: 76 bytes per GPU row (its cells and its place in the order; up to 24 more while the
+//! order is sorted), and 32 per API call for a table not in time order.
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;

@@ -777,19 +777,24 @@ mod tests {
         out
     }
 
+    /// A new database file `t.sqlite` in a temporary directory, after `sql`.
+    fn database(sql: &str) -> (tempfile::TempDir, std::path::PathBuf, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(sql).unwrap();
+        (dir, path, conn)
+    }
+
     /// Rows of every size (inline, spilling onto one and many overflow pages), every serial
     /// type, NULLs, a column added later, a REAL column holding whole numbers, a tree several
     /// levels deep, deleted rows and a filter: the page reader gives what SQLite gives.
     #[test]
     fn scans_give_what_sqlite_gives() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.sqlite");
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch(
+        let (_dir, path, conn) = database(
             "PRAGMA page_size = 1024;
              CREATE TABLE T (start INTEGER NOT NULL, end INTEGER, kind INTEGER, v REAL, name TEXT, b BLOB);",
-        )
-        .unwrap();
+        );
         let tx = conn.unchecked_transaction().unwrap();
         for i in 0..5000i64 {
             let big = 1i64 << (i % 63);
@@ -850,13 +855,10 @@ mod tests {
     /// of the scan: rusqlite's own conversion of such text panics.
     #[test]
     fn text_not_utf8_is_read_lossily() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.sqlite");
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "CREATE TABLE T (a INTEGER, b TEXT); INSERT INTO T VALUES (7, CAST(x'66ff6f' AS TEXT));",
-        )
-        .unwrap();
+        let (_dir, path, conn) = database(
+            "CREATE TABLE T (a INTEGER, b TEXT);
+             INSERT INTO T VALUES (7, CAST(x'66ff6f' AS TEXT));",
+        );
         let schema = Schema::probe(&conn, &tracex_ir::Location::Nowhere).unwrap();
         let t = schema.table("T").unwrap();
         let layout = Layout::of(&conn, &t, &["a", "b"], None).unwrap();
@@ -874,17 +876,13 @@ mod tests {
     /// WITHOUT ROWID; and a WAL database.
     #[test]
     fn tables_it_does_not_take() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.sqlite");
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch(
+        let (_dir, path, conn) = database(
             "CREATE TABLE P (id INTEGER PRIMARY KEY, v INTEGER);
              CREATE TABLE D (a INTEGER, b INTEGER DEFAULT 7);
              CREATE TABLE G (a INTEGER, b INTEGER GENERATED ALWAYS AS (a + 1));
              CREATE TABLE W (a INTEGER PRIMARY KEY, b TEXT) WITHOUT ROWID;
              CREATE TABLE OK (a INTEGER, b TEXT);",
-        )
-        .unwrap();
+        );
         let schema = Schema::probe(&conn, &tracex_ir::Location::Nowhere).unwrap();
         for name in ["P", "D", "G", "W"] {
             let t = schema.table(name).unwrap();
@@ -902,11 +900,8 @@ mod tests {
     /// byte of a small database's pages changed in turn.
     #[test]
     fn damaged_pages_are_errors() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.sqlite");
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch("PRAGMA page_size = 512; CREATE TABLE T (a INTEGER, b TEXT);")
-            .unwrap();
+        let (dir, path, conn) =
+            database("PRAGMA page_size = 512; CREATE TABLE T (a INTEGER, b TEXT);");
         for i in 0..60i64 {
             conn.execute(
                 "INSERT INTO T VALUES (?1, ?2)",
