@@ -22,7 +22,6 @@
 
 pub mod builder;
 pub mod codec;
-pub mod decimal;
 pub mod defs;
 pub mod diag;
 pub mod dump;

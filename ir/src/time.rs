@@ -13,7 +13,24 @@ pub const UNIX_SCALE_NS: i64 = 100_000_000_000_000_000;
 /// One second in ns.
 pub const NS_PER_SEC: i64 = 1_000_000_000;
 
-pub use crate::decimal::push_micros;
+/// Appends `ns` as microseconds with exactly three decimals (`1234567` → `1234.567`),
+/// computed with integer arithmetic so that no nanosecond is lost.
+pub fn push_micros(out: &mut Vec<u8>, ns: i64) {
+    let neg = ns < 0;
+    let abs = ns.unsigned_abs();
+    if neg {
+        out.push(b'-');
+    }
+    let mut buf = itoa::Buffer::new();
+    out.extend_from_slice(buf.format(abs / 1000).as_bytes());
+    let frac = (abs % 1000) as u16;
+    out.extend_from_slice(&[
+        b'.',
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ]);
+}
 
 /// [`push_micros`] into a new `String`.
 pub fn micros_string(ns: i64) -> String {

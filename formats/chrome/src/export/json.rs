@@ -11,27 +11,18 @@ use crate::diag as d;
 pub struct Literals(Vec<Option<Box<[u8]>>>);
 
 impl Literals {
-    /// Appends string `id` of `defs` as a JSON string literal. Inline: names, categories and
-    /// arg keys make several calls per event.
-    #[inline]
+    /// Appends string `id` of `defs` as a JSON string literal.
     pub fn push(&mut self, out: &mut Vec<u8>, defs: &Defs, id: StrId) {
-        match self.0.get(id.0 as usize) {
-            Some(Some(lit)) => out.extend_from_slice(lit),
-            _ => self.push_new(out, defs, id),
-        }
-    }
-
-    /// [`Literals::push`] of a string not seen before: makes its literal.
-    #[cold]
-    fn push_new(&mut self, out: &mut Vec<u8>, defs: &Defs, id: StrId) {
         let i = id.0 as usize;
         if i >= self.0.len() {
             self.0.resize(i + 1, None);
         }
-        let mut v = Vec::new();
-        push_str(&mut v, defs.str(id));
-        out.extend_from_slice(&v);
-        self.0[i] = Some(v.into_boxed_slice());
+        let lit = self.0[i].get_or_insert_with(|| {
+            let mut v = Vec::new();
+            push_str(&mut v, defs.str(id));
+            v.into_boxed_slice()
+        });
+        out.extend_from_slice(lit);
     }
 }
 
@@ -99,7 +90,10 @@ pub fn push_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-pub use tracex_ir::decimal::push_int;
+/// Appends an integer.
+pub fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
 
 /// Appends a value; false when it could not be written as is (NaN or ∞ became `null`).
 pub fn write_value(out: &mut Vec<u8>, defs: &Defs, v: &Value) -> bool {
