@@ -587,30 +587,25 @@ fn header(record: &[u8], layout: &Layout, found: &mut Vec<(u64, usize)>) -> Resu
     Ok(true)
 }
 
-/// The number of bytes of a value of serial type `t` (not a reserved one).
+/// The number of bytes of a value of serial type `t` (0 for the reserved ones).
 #[inline]
-fn size_of_type(t: u64) -> usize {
+const fn size_of_type(t: u64) -> usize {
     match t {
         0 | 8..=11 => 0,
         1..=4 => t as usize,
         5 => 6,
         6 | 7 => 8,
-        _ => usize::try_from((t - 12) / 2).unwrap_or(usize::MAX),
+        _ if (t - 12) / 2 > usize::MAX as u64 => usize::MAX,
+        _ => ((t - 12) / 2) as usize,
     }
 }
 
-/// [`size_of_type`] of each one-byte serial type.
+/// [`size_of_type`] of each one-byte serial type (at most 57).
 const ONE_BYTE_SIZES: [u8; 128] = {
     let mut sizes = [0u8; 128];
     let mut t = 0;
     while t < 128 {
-        sizes[t] = match t {
-            0 | 8..=11 => 0,
-            1..=4 => t as u8,
-            5 => 6,
-            6 | 7 => 8,
-            _ => ((t - 12) / 2) as u8,
-        };
+        sizes[t] = size_of_type(t as u64) as u8;
         t += 1;
     }
     sizes

@@ -103,15 +103,7 @@ impl ScanRow<'_> {
     /// Cell `i` as an owned value: integers and NULLs (most cells) without an allocation.
     #[inline]
     pub fn value(&self, i: usize) -> SqlValue {
-        let v = match self {
-            ScanRow::Sql(r) => r.get_ref(i).unwrap_or(ValueRef::Null),
-            ScanRow::Pages(r) => r.get(i),
-        };
-        match v {
-            ValueRef::Integer(v) => SqlValue::Integer(v),
-            ValueRef::Null => SqlValue::Null,
-            other => owned(other),
-        }
+        owned(self.get(i))
     }
 
     /// The rowid (column 0), 0 when it is not an integer.
