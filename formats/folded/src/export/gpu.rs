@@ -164,11 +164,45 @@ fn first_of_time(launches: &[(i64, u32)], k: usize) -> usize {
 /// `ns` / 1000 (what the input said, when it had at most three decimals). Not `ns as f64 /
 /// 1000.0`: at epoch scale ns do not fit a double's 53 bits and that rounds twice.
 fn json_us(ns: i64) -> f64 {
-    let sign = if ns < 0 { "-" } else { "" };
-    let (q, r) = (ns.unsigned_abs() / 1000, ns.unsigned_abs() % 1000);
-    format!("{sign}{q}.{r:03}")
-        .parse()
-        .expect("a decimal number")
+    let us = thousandths(ns.unsigned_abs());
+    if ns < 0 {
+        -us
+    } else {
+        us
+    }
+}
+
+/// The double nearest `n / 1000`, ties to even: what parsing the decimal text of `n / 1000`
+/// gives, without writing and parsing that text (it was most of the `gpu-us` fold's time).
+fn thousandths(n: u64) -> f64 {
+    if n < 1 << 53 {
+        // `n` and 1000 are exact doubles and IEEE division rounds the exact quotient once
+        return n as f64 / 1000.0;
+    }
+    // `n as f64` rounds first, so the quotient can be one step off the nearest double: the
+    // nearest of it and its two neighbours, measured exactly, is the answer
+    let q = n as f64 / 1000.0;
+    let mut best = q;
+    let mut best_err = u128::MAX;
+    for bits in [q.to_bits() - 1, q.to_bits(), q.to_bits() + 1] {
+        let err = thousandths_error(n, bits);
+        // a tie is a value halfway between two doubles: the even one wins
+        if err < best_err || (err == best_err && bits % 2 == 0) {
+            (best, best_err) = (f64::from_bits(bits), err);
+        }
+    }
+    best
+}
+
+/// `|d × 1000 − n| × 2^9` exactly, for the positive double `d` of `bits` near `n / 1000` with
+/// `2^53 ≤ n < 2^64`: there `2^43 < d < 2^55`, so `d = m × 2^e` with `-9 ≤ e ≤ 2` and every
+/// term fits 128 bits.
+fn thousandths_error(n: u64, bits: u64) -> u128 {
+    let m = u128::from(bits & ((1 << 52) - 1) | 1 << 52);
+    let e = (bits >> 52) as i32 - 1075;
+    debug_assert!((-9..=2).contains(&e), "{n} {bits}");
+    let scaled = (m * 1000) << (e + 9);
+    scaled.abs_diff(u128::from(n) << 9)
 }
 
 /// A CPU stack's time in µs as the script computes it: `timestamp_ns / 1000.0`.
@@ -681,6 +715,32 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thousandths_are_the_parsed_decimal_text() {
+        let parsed = |n: u64| -> f64 { format!("{}.{:03}", n / 1000, n % 1000).parse().unwrap() };
+        // near the powers of two where doubles change step, near 2^53 and u64's end, at epoch
+        // scale, and spread over the whole range by a fixed xorshift (`n as f64 / 1000.0` is
+        // wrong for about a fifth of these)
+        let mut cases: Vec<u64> = (40..64)
+            .flat_map(|k| {
+                let p = 1u64 << k;
+                (0..2000).flat_map(move |d| [p.wrapping_add(d), p.wrapping_sub(d)])
+            })
+            .collect();
+        cases.extend((0..2000).map(|d| u64::MAX - d));
+        cases.extend((0..100_000).map(|d| 1_761_700_000_000_000_000 + d * 7_919));
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        cases.extend((0..300_000).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }));
+        for n in cases {
+            assert_eq!(thousandths(n).to_bits(), parsed(n).to_bits(), "{n}");
+        }
+    }
 
     #[test]
     fn whole_us_as_python_floats_give_it() {
