@@ -148,8 +148,48 @@ pub struct Identities {
     unnamed_tracks: FxHashSet<TrackId>,
     /// The process tracex writes for things that belong to no process (global counters).
     global_procs: FxHashSet<ProcessId>,
-    /// The last (pid, tid) text seen and its track: consecutive events mostly share a thread.
-    cache: Option<(String, String, TrackId)>,
+    /// The tracks of the last (pid, tid) texts seen: events come from a few threads at a time
+    /// (CUPTI JSON alternates a runtime call on its thread and a kernel without pid or tid).
+    cache: TrackCache,
+}
+
+/// A few (pid text, tid text) → track entries, replaced in turn; their strings are reused.
+#[derive(Default)]
+struct TrackCache {
+    entries: Vec<(String, String, TrackId)>,
+    next: usize,
+}
+
+/// Entries of a [`TrackCache`]: enough for a process's main thread, its GPU streams' records
+/// and a helper thread, few enough that a miss costs little.
+const TRACK_CACHE: usize = 4;
+
+impl TrackCache {
+    fn get(&self, pid: &str, tid: &str) -> Option<TrackId> {
+        self.entries
+            .iter()
+            .find(|(p, t, _)| p == pid && t == tid)
+            .map(|e| e.2)
+    }
+
+    fn insert(&mut self, pid: &str, tid: &str, track: TrackId) {
+        if self.entries.len() < TRACK_CACHE {
+            self.entries.push((pid.to_string(), tid.to_string(), track));
+            return;
+        }
+        let (p, t, k) = &mut self.entries[self.next];
+        p.clear();
+        p.push_str(pid);
+        t.clear();
+        t.push_str(tid);
+        *k = track;
+        self.next = (self.next + 1) % TRACK_CACHE;
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.next = 0;
+    }
 }
 
 /// Where a `tracex_identity` object was found.
@@ -226,10 +266,8 @@ impl Identities {
     ) -> TrackId {
         let pt = pid.map_or("", |r| r.get());
         let tt = tid.map_or("", |r| r.get());
-        if let Some((cp, ct, track)) = &self.cache {
-            if cp == pt && ct == tt {
-                return *track;
-            }
+        if let Some(track) = self.cache.get(pt, tt) {
+            return track;
         }
         let p = self.process(defs, diag, pid, index);
         let (key, bad) = IdKey::of(tid);
@@ -243,7 +281,7 @@ impl Identities {
                 defs.thread(t).track
             }
         };
-        self.cache = Some((pt.to_string(), tt.to_string(), track));
+        self.cache.insert(pt, tt, track);
         track
     }
 
@@ -327,7 +365,7 @@ impl Identities {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(args) else {
             return false;
         };
-        self.cache = None;
+        self.cache.clear();
         let p = self.process(defs, diag, pid, index);
         let made_up = v.get("unnamed").and_then(|u| u.as_bool()) == Some(true);
         let unnamed = made_up && persistent;
