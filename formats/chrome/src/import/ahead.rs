@@ -16,6 +16,9 @@ use super::tokenizer::{Item, Leniency, TokError, Tokenizer};
 /// Text per batch: large enough that the channel costs nothing per event, small enough that
 /// the importer's thread starts at once.
 const BATCH_BYTES: usize = 256 << 10;
+/// The first batch's text; each next one doubles up to [`BATCH_BYTES`], so that the importer's
+/// thread starts after a few hundred events rather than thousands.
+const FIRST_BATCH: usize = 16 << 10;
 /// Batches the reader may run ahead of the importer.
 const AHEAD: usize = 4;
 
@@ -85,8 +88,8 @@ impl Batch {
         self.spans.clear();
     }
 
-    /// Copies `item` in; whether the batch is full.
-    fn push(&mut self, item: Item<'_>) -> bool {
+    /// Copies `item` in; the bytes the batch holds.
+    fn push(&mut self, item: Item<'_>) -> usize {
         match item {
             Item::Event {
                 bytes,
@@ -129,7 +132,7 @@ impl Batch {
                 offset,
             }),
         }
-        self.text.len() + self.other.len() >= BATCH_BYTES
+        self.text.len() + self.other.len()
     }
 
     /// Hands each piece to `each`, in order; stops at its first error.
@@ -187,12 +190,14 @@ enum Msg {
 fn read_ahead<R: Read>(reader: R, tx: SyncSender<Msg>, spent: Receiver<Batch>) {
     let mut tok = Tokenizer::new(reader);
     let mut batch = Batch::default();
+    let mut full = FIRST_BATCH;
     loop {
         match tok.next_item(&mut batch.spans) {
             Ok(Some(item)) => {
-                if !batch.push(item) {
+                if batch.push(item) < full {
                     continue;
                 }
+                full = (full * 2).min(BATCH_BYTES);
                 let next = spent.try_recv().unwrap_or_default();
                 if tx
                     .send(Msg::Batch(std::mem::replace(&mut batch, next)))
