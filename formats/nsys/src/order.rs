@@ -153,7 +153,7 @@ pub fn storage_order(
         .unwrap_or(0);
     // the keys, with positions in storage order instead of rowids (the same order), and the
     // rows that sort before the previous one
-    let mut keys: Vec<Key> = Vec::with_capacity(count);
+    let mut keys = Keys::with_capacity(count);
     let mut rowids: Vec<i64> = Vec::with_capacity(count);
     let mut breaks = 0usize;
     let mut prev: Option<Key> = None;
@@ -161,28 +161,106 @@ pub fn storage_order(
         breaks += usize::from(prev.is_some_and(|p| k < p));
         prev = Some(k);
         rowids.push(k.rowid);
-        k.rowid = keys.len() as i64;
+        k.rowid = rowids.len() as i64 - 1;
         keys.push(k);
         true
     })?;
-    if !whole || keys.len() != count {
+    if !whole || rowids.len() != count {
         return Ok(Order::Unsorted); // changed under us
     }
-    let rows = keys.len();
-    keys.sort_unstable();
+    let rows = rowids.len();
+    let order = keys.sorted_positions();
     // rows read but not yet handed on, at the worst moment
     let mut read = 0usize;
     let mut depth = 0usize;
-    for (sent, k) in keys.iter().enumerate() {
-        read = read.max(k.rowid as usize + 1);
+    for (sent, &at) in order.iter().enumerate() {
+        read = read.max(at as usize + 1);
         depth = depth.max(read - sent);
     }
     if depth > MAX_DEPTH || breaks > rows / 8 {
-        let ranks = Ranks::new(keys.iter().map(|k| rowids[k.rowid as usize]));
+        let ranks = Ranks::new(order.iter().map(|&at| rowids[at as usize]));
         return Ok(Order::Shuffled(Arc::new(ranks)));
     }
-    let schedule = keys.iter().map(|k| rowids[k.rowid as usize]).collect();
+    let schedule = order.iter().map(|&at| rowids[at as usize]).collect();
     Ok(Order::Near(Arc::new(NearlySorted { schedule, depth })))
+}
+
+/// The keys of a table's rows (their `rowid` the position in storage order), packed in 16
+/// bytes while they fit ([`pack`]): sorting packed keys compares and moves half the bytes, and
+/// the sort of a shuffled table's keys ran alone at the start of its import.
+enum Keys {
+    Packed(Vec<u128>),
+    Full(Vec<Key>),
+}
+
+impl Keys {
+    fn with_capacity(n: usize) -> Keys {
+        Keys::Packed(Vec::with_capacity(n))
+    }
+
+    fn push(&mut self, k: Key) {
+        if let Keys::Packed(packed) = self {
+            match pack(&k) {
+                Some(p) => return packed.push(p),
+                None => *self = Keys::Full(packed.iter().map(|&p| unpack(p)).collect()),
+            }
+        }
+        if let Keys::Full(keys) = self {
+            keys.push(k);
+        }
+    }
+
+    /// The positions of the rows in key order.
+    fn sorted_positions(self) -> Vec<u32> {
+        match self {
+            Keys::Packed(mut packed) => {
+                packed.sort_unstable();
+                packed.iter().map(|&p| p as u32).collect()
+            }
+            Keys::Full(mut keys) => {
+                keys.sort_unstable();
+                keys.iter().map(|k| k.rowid as u32).collect()
+            }
+        }
+    }
+}
+
+/// Longest closed range [`pack`] takes.
+const PACKED_DUR: i64 = (1 << 31) - 1;
+
+/// `k` as a number that sorts as `k` does, where its position fits 32 bits and a closed
+/// range's length fits 31: the biased time above, then an open range (0) before a closed one
+/// (1), longer ranges first, and the position. `None` for any other key.
+fn pack(k: &Key) -> Option<u128> {
+    let at = u32::try_from(k.rowid).ok()?;
+    let time = u128::from((k.ts as u64) ^ (1 << 63)) << 64;
+    let range = match k.closed {
+        false => 0,
+        true => {
+            let dur = k.neg_end.0.checked_sub(k.ts)?;
+            if !(0..=PACKED_DUR).contains(&dur) {
+                return None;
+            }
+            1 << 63 | ((PACKED_DUR - dur) as u128) << 32
+        }
+    };
+    Some(time | range | u128::from(at))
+}
+
+/// The key [`pack`] packed.
+fn unpack(p: u128) -> Key {
+    let ts = ((p >> 64) as u64 ^ (1 << 63)) as i64;
+    let closed = (p >> 63) & 1 == 1;
+    let end = match closed {
+        false => 0,
+        true => ts + (PACKED_DUR - ((p >> 32) as i64 & PACKED_DUR)),
+    };
+    Key {
+        ts,
+        closed,
+        neg_end: std::cmp::Reverse(end),
+        rowid: i64::from(p as u32),
+    }
 }
 
 /// Hands the keys of `stmt`'s rows (rowid, ts, end) to `f` until it returns false; false when
@@ -208,4 +286,75 @@ fn scan_keys(rows: &mut ScanRows, f: &mut dyn FnMut(Key) -> bool) -> Result<bool
         }
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(ts: i64, end: Option<i64>, at: i64) -> Key {
+        Key {
+            ts,
+            closed: end.is_some(),
+            neg_end: std::cmp::Reverse(end.unwrap_or(0)),
+            rowid: at,
+        }
+    }
+
+    /// Packed keys sort as the keys do, and unpack to them.
+    #[test]
+    fn packed_keys_sort_as_keys() {
+        let mut keys = Vec::new();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for at in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // a few times, so that ties are common; negative times; ranges up to the limit
+            let ts = (x % 50) as i64 * 1_000 - 20_000;
+            let end = match x % 7 {
+                0 => None,
+                1 => Some(ts + PACKED_DUR),
+                2 => Some(ts),
+                _ => Some(ts + (x >> 40) as i64 % 3_000),
+            };
+            keys.push(key(ts, end, at));
+        }
+        let mut packed: Vec<u128> = keys.iter().map(|k| pack(k).unwrap()).collect();
+        for (k, &p) in keys.iter().zip(&packed) {
+            assert!(unpack(p) == *k);
+        }
+        keys.sort_unstable();
+        packed.sort_unstable();
+        assert!(keys.iter().zip(&packed).all(|(k, &p)| unpack(p) == *k));
+        // what does not fit stays a full key
+        assert_eq!(pack(&key(5, Some(5 + PACKED_DUR + 1), 0)), None);
+        assert_eq!(pack(&key(5, Some(4), 0)), None);
+        assert_eq!(pack(&key(5, None, 1 << 32)), None);
+        assert!(pack(&key(i64::MIN, None, 0)) < pack(&key(i64::MAX, None, 0)));
+    }
+
+    /// A key that does not fit turns the packed keys into full ones, in the same order.
+    #[test]
+    fn keys_that_do_not_fit_are_sorted_whole() {
+        let all = [
+            key(30, Some(40), 0),
+            key(10, None, 1),
+            key(10, Some(10 + PACKED_DUR + 5), 2),
+            key(10, Some(12), 3),
+            key(-4, Some(1), 4),
+        ];
+        let mut keys = Keys::with_capacity(all.len());
+        for k in all {
+            keys.push(k);
+        }
+        assert!(matches!(keys, Keys::Full(_)));
+        assert_eq!(keys.sorted_positions(), vec![4, 1, 2, 3, 0]);
+        let mut keys = Keys::with_capacity(all.len());
+        for k in all.iter().filter(|k| k.rowid != 2) {
+            keys.push(*k);
+        }
+        assert!(matches!(keys, Keys::Packed(_)));
+        assert_eq!(keys.sorted_positions(), vec![4, 1, 3, 0]);
+    }
 }
