@@ -178,7 +178,7 @@ pub fn storage_order(
         depth = depth.max(read - sent);
     }
     if depth > MAX_DEPTH || breaks > rows / 8 {
-        let ranks = Ranks::new(order.iter().map(|&at| rowids[at as usize]));
+        let ranks = Ranks::of_rows(&rowids, &order);
         return Ok(Order::Shuffled(Arc::new(ranks)));
     }
     let schedule = order.iter().map(|&at| rowids[at as usize]).collect();
