@@ -139,10 +139,16 @@ impl Buffer {
             return [0..n, n..n];
         }
         let (first, second) = self.entries.split_at_mut(n / 2);
-        std::thread::scope(|s| {
-            s.spawn(|| sort_entries(first));
+        let split = std::thread::scope(|s| {
+            let helper = std::thread::Builder::new().spawn_scoped(s, || sort_entries(first));
             sort_entries(second);
+            helper.is_ok()
         });
+        if !split {
+            // no thread to be had: this one sorts it all
+            self.sort();
+            return [0..n, n..n];
+        }
         [0..n / 2, n / 2..n]
     }
 
