@@ -136,9 +136,20 @@ mod tests {
                 assert_eq!(i.get(id), w);
             }
         }
-        // slots are shared: more words than slots, and many of one slot
-        let slots: std::collections::HashSet<usize> = words.iter().map(|w| slot(w)).collect();
-        assert!(slots.len() <= RECENT);
+        // two words of one slot, interned in turn: each evicts the other and keeps its id
+        let mut first_of_slot = std::collections::HashMap::new();
+        let (a, b) = words
+            .iter()
+            .find_map(|w| {
+                let other = *first_of_slot.entry(slot(w)).or_insert(w);
+                (other != w).then_some((other, w))
+            })
+            .expect("more words than slots");
+        let (id_a, id_b) = (i.intern(a), i.intern(b));
+        assert_ne!(id_a, id_b);
+        for _ in 0..3 {
+            assert_eq!((i.intern(a), i.intern(b)), (id_a, id_b));
+        }
         assert_eq!(i.intern(""), StrId::EMPTY);
     }
 }
