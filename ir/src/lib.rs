@@ -20,6 +20,7 @@
 //! assert!(dump::dump(&trace.defs, &trace.events).contains("handle_request"));
 //! ```
 
+pub mod ahead;
 pub mod builder;
 pub mod codec;
 pub mod defs;

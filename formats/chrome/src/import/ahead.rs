@@ -9,6 +9,8 @@ use std::io::Read;
 use std::ops::Range;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
+use tracex_ir::ahead::Handoff;
+
 use super::fast::{self, Layout, Spans};
 use super::raw::RawEvent;
 use super::tokenizer::{Item, Leniency, TokError, Tokenizer};
@@ -190,30 +192,23 @@ enum Msg {
 fn read_ahead<R: Read>(reader: R, tx: SyncSender<Msg>, spent: Receiver<Batch>) {
     let mut tok = Tokenizer::new(reader);
     let mut batch = Batch::default();
-    let mut full = FIRST_BATCH;
+    let mut out = Handoff::new(tx, spent, FIRST_BATCH, BATCH_BYTES);
     loop {
         match tok.next_item(&mut batch.spans) {
             Ok(Some(item)) => {
-                if batch.push(item) < full {
-                    continue;
-                }
-                full = (full * 2).min(BATCH_BYTES);
-                let next = spent.try_recv().unwrap_or_default();
-                if tx
-                    .send(Msg::Batch(std::mem::replace(&mut batch, next)))
-                    .is_err()
-                {
+                let bytes = batch.push(item);
+                if !out.offer(&mut batch, bytes, Msg::Batch) {
                     return;
                 }
             }
             Ok(None) => {
-                let _ = tx.send(Msg::Batch(batch));
-                let _ = tx.send(Msg::Done(std::mem::take(&mut tok.leniency)));
+                out.last(Msg::Batch(batch));
+                out.last(Msg::Done(std::mem::take(&mut tok.leniency)));
                 return;
             }
             Err(e) => {
-                let _ = tx.send(Msg::Batch(batch));
-                let _ = tx.send(Msg::Failed(e));
+                out.last(Msg::Batch(batch));
+                out.last(Msg::Failed(e));
                 return;
             }
         }

@@ -5,13 +5,13 @@
 //! frames). Extended lines become timed samples on the thread `(pid, tid)`, named after `comm`.
 //! Stacks go into the prefix tree exactly as written: no frame is cleaned up here.
 
+mod ahead;
 pub mod extended;
 pub mod plain;
 
 use std::io::Read;
 
 use rustc_hash::FxHashMap;
-use tracex_ir::io::LineReader;
 use tracex_ir::{
     DiagKind, Event, ImportCtx, Location, NamePriority, Process, ProcessId, Result, Sample,
     StackId, TrackId,
@@ -19,24 +19,18 @@ use tracex_ir::{
 
 use crate::diag as d;
 use crate::differential::{DIFF_AFTER, DIFF_BEFORE};
-use crate::options::{Dialect, ImportOptions};
+use crate::options::ImportOptions;
+use ahead::Kind;
 
-/// Reads folded stacks from `reader` into `ctx`.
-pub fn import<R: Read>(reader: R, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<()> {
-    let mut lines = LineReader::new(reader);
-    let mut imp = Importer {
-        dialect: opts.dialect,
-        ..Importer::default()
-    };
-    while let Some((no, bytes)) = lines.next_line()? {
-        imp.line(ctx, no, bytes)?;
-    }
-    Ok(())
+/// Reads folded stacks from `reader` into `ctx`: the lines are read and parsed on a thread of
+/// their own ([`ahead`]).
+pub fn import<R: Read + Send>(reader: R, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<()> {
+    let mut imp = Importer::default();
+    ahead::lines(reader, opts.dialect, |line, text| imp.line(ctx, line, text))
 }
 
 #[derive(Default)]
 struct Importer {
-    dialect: Dialect,
     /// The one thread of a plain folded file.
     plain_track: Option<TrackId>,
     processes: FxHashMap<i64, ProcessId>,
@@ -59,48 +53,38 @@ impl Importer {
         ctx.diag.record(kind, Location::Line(no));
     }
 
-    fn line(&mut self, ctx: &mut ImportCtx, no: u64, bytes: &[u8]) -> Result<()> {
-        let Ok(text) = std::str::from_utf8(bytes) else {
-            Self::note(ctx, &d::NOT_TEXT, no);
-            return Ok(());
-        };
-        let text = match extended::strip_ansi(text) {
-            std::borrow::Cow::Owned(s) => {
-                Self::note(ctx, &d::EXT_ANSI_STRIPPED, no);
-                std::borrow::Cow::Owned(s)
+    /// A line as read ahead; `text` holds its parts.
+    fn line(&mut self, ctx: &mut ImportCtx, line: &ahead::Line, text: &str) -> Result<()> {
+        let no = line.no;
+        if line.ansi {
+            Self::note(ctx, &d::EXT_ANSI_STRIPPED, no);
+        }
+        let t = &text[line.text.clone()];
+        match &line.kind {
+            Kind::NotText => Self::note(ctx, &d::NOT_TEXT, no),
+            Kind::Blank => Self::note(ctx, &d::BLANK_LINE, no),
+            Kind::Comment => Self::note(ctx, &d::COMMENT_LINE, no),
+            Kind::Plain { stack, counts } => {
+                return self.plain(ctx, no, &text[stack.clone()], *counts)
             }
-            b => b,
-        };
-        let t = text.trim();
-        if t.is_empty() {
-            Self::note(ctx, &d::BLANK_LINE, no);
-            return Ok(());
+            Kind::PlainBad(kind) => ctx.diag.record_detail(kind, Location::Line(no), excerpt(t)),
+            Kind::Extended(fields) => return self.extended(ctx, fields.line(text)),
+            Kind::ExtendedBad(kind, why) => ctx.diag.record_detail(
+                kind,
+                Location::Line(no),
+                format!("{why} in {:?}", excerpt(t)),
+            ),
         }
-        if t.starts_with('#') {
-            Self::note(ctx, &d::COMMENT_LINE, no);
-            return Ok(());
-        }
-        if self.dialect == Dialect::Auto {
-            self.dialect = if extended::looks_extended(t) {
-                Dialect::Extended
-            } else {
-                Dialect::Plain
-            };
-        }
-        match self.dialect {
-            Dialect::Extended => self.extended(ctx, no, t),
-            _ => self.plain(ctx, no, t),
-        }
+        Ok(())
     }
 
-    fn plain(&mut self, ctx: &mut ImportCtx, no: u64, t: &str) -> Result<()> {
-        let (stack_text, counts) = match plain::parse(t) {
-            plain::Line::Stack { stack, counts } => (stack, counts),
-            plain::Line::Bad(kind) => {
-                ctx.diag.record_detail(kind, Location::Line(no), excerpt(t));
-                return Ok(());
-            }
-        };
+    fn plain(
+        &mut self,
+        ctx: &mut ImportCtx,
+        no: u64,
+        stack_text: &str,
+        counts: plain::Counts,
+    ) -> Result<()> {
         let track = match self.plain_track {
             Some(t) => t,
             None => {
@@ -144,18 +128,7 @@ impl Importer {
         }
     }
 
-    fn extended(&mut self, ctx: &mut ImportCtx, no: u64, t: &str) -> Result<()> {
-        let l = match extended::parse(t) {
-            Ok(l) => l,
-            Err((kind, why)) => {
-                ctx.diag.record_detail(
-                    kind,
-                    Location::Line(no),
-                    format!("{why} in {:?}", excerpt(t)),
-                );
-                return Ok(());
-            }
-        };
+    fn extended(&mut self, ctx: &mut ImportCtx, l: extended::ExtLine) -> Result<()> {
         // The profiler writes Unix-epoch nanoseconds.
         if ctx.defs.clock.origin_unix_ns.is_none() {
             ctx.defs.clock.origin_unix_ns = Some(0);

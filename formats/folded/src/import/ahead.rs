@@ -1,0 +1,352 @@
+//! Reading ahead: a thread of its own reads the lines, checks them as text and parses them
+//! (everything that needs no definitions), and hands them over in batches; the importing thread
+//! only finds threads and stacks and emits. Parsing was most of the importing thread's time on
+//! uprobe stacks, while the other core waited: the GPU merge imports them before anything else.
+
+use std::borrow::Cow;
+use std::io::{self, Read};
+use std::ops::Range;
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+
+use tracex_ir::ahead::Handoff;
+use tracex_ir::io::LineReader;
+use tracex_ir::DiagKind;
+
+use super::{extended, plain};
+use crate::options::Dialect;
+
+/// What a line is, as far as it can be told without the trace's definitions. Ranges are in the
+/// batch's text.
+#[derive(Debug)]
+pub enum Kind {
+    NotText,
+    Blank,
+    Comment,
+    Plain {
+        stack: Range<usize>,
+        counts: plain::Counts,
+    },
+    PlainBad(&'static DiagKind),
+    Extended(Fields),
+    ExtendedBad(&'static DiagKind, String),
+}
+
+/// An extended line's fields, its texts as ranges of the batch's text.
+#[derive(Debug)]
+pub struct Fields {
+    ts: i64,
+    comm: Range<usize>,
+    pid: i64,
+    tid: i64,
+    cpu: u32,
+    stack: Range<usize>,
+}
+
+impl Fields {
+    /// The line, its texts in `text`.
+    pub fn line<'a>(&self, text: &'a str) -> extended::ExtLine<'a> {
+        extended::ExtLine {
+            ts: self.ts,
+            comm: &text[self.comm.clone()],
+            pid: self.pid,
+            tid: self.tid,
+            cpu: self.cpu,
+            stack: &text[self.stack.clone()],
+        }
+    }
+}
+
+/// A line: its number, whether terminal escapes were stripped from it, its trimmed text (a
+/// range of the batch's text; empty for a line that is not text, blank or a comment) and kind.
+#[derive(Debug)]
+pub struct Line {
+    pub no: u64,
+    pub ansi: bool,
+    pub text: Range<usize>,
+    pub kind: Kind,
+}
+
+/// Lines read ahead, their texts back to back.
+#[derive(Default)]
+pub struct Batch {
+    pub text: String,
+    pub lines: Vec<Line>,
+}
+
+/// Decides each line's dialect (on the first that is not blank or a comment, when the options
+/// leave it open) and parses it.
+pub struct Classifier {
+    pub dialect: Dialect,
+}
+
+impl Classifier {
+    /// Parses line `no` into `batch`.
+    pub fn push(&mut self, batch: &mut Batch, no: u64, bytes: &[u8]) {
+        let start = batch.text.len();
+        let (ansi, text, kind) = match std::str::from_utf8(bytes) {
+            Err(_) => (false, start..start, Kind::NotText),
+            Ok(text) => match extended::strip_ansi(text) {
+                Cow::Owned(s) => self.classify(&mut batch.text, &s, true),
+                Cow::Borrowed(s) => self.classify(&mut batch.text, s, false),
+            },
+        };
+        batch.lines.push(Line {
+            no,
+            ansi,
+            text,
+            kind,
+        });
+    }
+
+    /// The kind of a line of text; its trimmed text is appended to `out` unless it is blank
+    /// or a comment.
+    fn classify(&mut self, out: &mut String, text: &str, ansi: bool) -> (bool, Range<usize>, Kind) {
+        let start = out.len();
+        let t = text.trim();
+        if t.is_empty() {
+            return (ansi, start..start, Kind::Blank);
+        }
+        if t.starts_with('#') {
+            return (ansi, start..start, Kind::Comment);
+        }
+        if self.dialect == Dialect::Auto {
+            self.dialect = if extended::looks_extended(t) {
+                Dialect::Extended
+            } else {
+                Dialect::Plain
+            };
+        }
+        // where a part of `t` lies in `out`
+        let at = |part: &str| match part.is_empty() {
+            true => start..start,
+            false => {
+                let from = start + (part.as_ptr() as usize - t.as_ptr() as usize);
+                from..from + part.len()
+            }
+        };
+        let kind = match self.dialect {
+            Dialect::Extended => match extended::parse(t) {
+                Ok(l) => Kind::Extended(Fields {
+                    ts: l.ts,
+                    comm: at(l.comm),
+                    pid: l.pid,
+                    tid: l.tid,
+                    cpu: l.cpu,
+                    stack: at(l.stack),
+                }),
+                Err((kind, why)) => Kind::ExtendedBad(kind, why),
+            },
+            _ => match plain::parse(t) {
+                plain::Line::Stack { stack, counts } => Kind::Plain {
+                    stack: at(stack),
+                    counts,
+                },
+                plain::Line::Bad(kind) => Kind::PlainBad(kind),
+            },
+        };
+        out.push_str(t);
+        (ansi, start..start + t.len(), kind)
+    }
+}
+
+/// The first batch's text is small, so that the importer starts at once; later ones double up
+/// to [`BATCH_BYTES`].
+const FIRST_BATCH: usize = 16 << 10;
+const BATCH_BYTES: usize = 256 << 10;
+
+/// Batches read ahead of the importer.
+const AHEAD: usize = 4;
+
+enum Msg {
+    Batch(Batch),
+    Failed(io::Error),
+}
+
+/// The reader thread: fills batches (reusing spent ones from `spent`) until the input ends, a
+/// read fails, or the importer hangs up.
+fn read_ahead<R: Read>(reader: R, dialect: Dialect, tx: SyncSender<Msg>, spent: Receiver<Batch>) {
+    let mut lines = LineReader::new(reader);
+    let mut classifier = Classifier { dialect };
+    let mut batch = Batch::default();
+    let mut out = Handoff::new(tx, spent, FIRST_BATCH, BATCH_BYTES);
+    loop {
+        match lines.next_line() {
+            Ok(Some((no, bytes))) => {
+                classifier.push(&mut batch, no, bytes);
+                let bytes = batch.text.len();
+                if !out.offer(&mut batch, bytes, Msg::Batch) {
+                    return;
+                }
+            }
+            Ok(None) => return out.last(Msg::Batch(batch)),
+            Err(e) => {
+                out.last(Msg::Batch(batch));
+                return out.last(Msg::Failed(e));
+            }
+        }
+    }
+}
+
+/// Reads and parses the lines of `reader` on a thread of its own and hands each to `each` on
+/// this one, in order, with its batch's text. A read error comes after every line before it;
+/// an error of `each` stops the reading.
+pub fn lines<R: Read + Send, E: From<io::Error>>(
+    reader: R,
+    dialect: Dialect,
+    mut each: impl FnMut(&Line, &str) -> Result<(), E>,
+) -> Result<(), E> {
+    let (tx, rx) = sync_channel(AHEAD);
+    let (spent_tx, spent_rx) = channel();
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("folded read-ahead".into())
+            .spawn_scoped(scope, move || read_ahead(reader, dialect, tx, spent_rx))?;
+        // `rx` is dropped when this returns, so a reader still running stops at its next send
+        let rx = rx;
+        // the reader hangs up after its last batch (or by panicking, which the scope passes on)
+        while let Ok(msg) = rx.recv() {
+            match msg {
+                Msg::Batch(mut batch) => {
+                    for line in &batch.lines {
+                        each(line, &batch.text)?;
+                    }
+                    batch.text.clear();
+                    batch.lines.clear();
+                    let _ = spent_tx.send(batch);
+                }
+                Msg::Failed(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each line as (number, ansi, text, kind) in a comparable form.
+    fn shown(line: &Line, text: &str) -> String {
+        let kind = match &line.kind {
+            Kind::Plain { stack, counts } => format!("plain {:?} {counts:?}", &text[stack.clone()]),
+            Kind::Extended(fields) => format!("{:?}", fields.line(text)),
+            other => format!("{other:?}"),
+        };
+        format!(
+            "{} {} {:?} {kind}",
+            line.no,
+            line.ansi,
+            &text[line.text.clone()]
+        )
+    }
+
+    /// Lines of every kind, enough of them for many batches, the last without a newline.
+    fn input() -> Vec<u8> {
+        let mut v = Vec::new();
+        for i in 0..40_000u64 {
+            let line = match i % 9 {
+                0 => "# a comment".to_string(),
+                1 => String::new(),
+                2 => format!("\u{1b}[31m{i}\u{1b}[0m app 7 8 1 main;f{}", i % 13),
+                3 => format!("{i} app 7 {} 0 main;g;h(int, char)", i % 3),
+                4 => format!("{i}x app 7 8 1 main"),
+                5 => "12 a 2 3".to_string(),
+                _ => format!("{i} app 7 8 {} main;f{};leaf", i % 4, i % 101),
+            };
+            v.extend_from_slice(line.as_bytes());
+            v.push(b'\n');
+        }
+        v.extend_from_slice(b"\xff\xfe not text\n17 app 7 8 1 last;line");
+        v
+    }
+
+    #[test]
+    fn lines_read_ahead_are_every_line_in_order_as_parsed_here() {
+        let data = input();
+        let mut direct = Vec::new();
+        let mut reader = LineReader::new(&data[..]);
+        let mut classifier = Classifier {
+            dialect: Dialect::Auto,
+        };
+        while let Some((no, bytes)) = reader.next_line().unwrap() {
+            let mut batch = Batch::default();
+            classifier.push(&mut batch, no, bytes);
+            direct.push(shown(&batch.lines[0], &batch.text));
+        }
+        let mut ahead = Vec::new();
+        lines(&data[..], Dialect::Auto, |line, text| {
+            ahead.push(shown(line, text));
+            Ok::<(), io::Error>(())
+        })
+        .unwrap();
+        assert_eq!(ahead.len(), 40_002);
+        if let Some(i) = (0..ahead.len()).find(|&i| ahead.get(i) != direct.get(i)) {
+            panic!(
+                "line {i}: {} read ahead, {:?} here",
+                ahead[i],
+                direct.get(i)
+            );
+        }
+        assert_eq!(ahead.len(), direct.len());
+        assert!(
+            ahead[2].contains("true \"2 app 7 8 1 main;f2\" ExtLine { ts: 2, comm: \"app\""),
+            "{}",
+            ahead[2]
+        );
+        assert!(ahead[40_000].contains("NotText"), "{}", ahead[40_000]);
+    }
+
+    /// A reader that fails after `left` bytes.
+    struct Failing<'a> {
+        data: &'a [u8],
+        left: usize,
+    }
+
+    impl Read for Failing<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.left == 0 {
+                return Err(io::Error::other("disk on fire"));
+            }
+            let n = buf.len().min(self.left).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            self.left -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_read_error_comes_after_the_lines_before_it_and_an_error_of_the_importer_stops() {
+        let data = input();
+        let mut seen = 0;
+        let err = lines(
+            Failing {
+                data: &data,
+                left: data.len() / 2,
+            },
+            Dialect::Auto,
+            |_, _| {
+                seen += 1;
+                Ok::<(), io::Error>(())
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "disk on fire");
+        // every whole line of the first half came through, then the error
+        let whole = data[..data.len() / 2]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        assert_eq!(seen, whole);
+        let mut seen = 0;
+        let err = lines(&data[..], Dialect::Auto, |_, _| {
+            seen += 1;
+            match seen {
+                5 => Err(io::Error::other("stop")),
+                _ => Ok(()),
+            }
+        })
+        .unwrap_err();
+        assert_eq!((err.to_string(), seen), ("stop".to_string(), 5));
+    }
+}
