@@ -2,7 +2,58 @@
 //! of its own, and hands what it read to the importing thread in batches through a bounded
 //! channel; spent batches come back to be filled again, so memory stays bounded and warm.
 
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::io;
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+
+/// A batch of what a reader thread read: emptied by the importing thread once handed on, and
+/// sent back to be filled again.
+pub trait Batch: Default + Send {
+    fn clear(&mut self);
+}
+
+/// What a reader thread sends: batches in input order, then, when a read failed, the error.
+pub enum Msg<B> {
+    Batch(B),
+    Failed(io::Error),
+}
+
+/// Batches a reader thread may run ahead of the importing thread.
+const AHEAD: usize = 4;
+
+/// Runs `read` on a thread of its own, named `name`, and hands each batch it fills (through a
+/// [`Handoff`] of first batch `first` and largest `most` bytes) to `each` on this thread, in
+/// order. A read error comes after every batch before it; an error of `each` stops the
+/// reading (the reader's next send fails).
+pub fn read_ahead<B: Batch, E: From<io::Error>>(
+    name: &str,
+    (first, most): (usize, usize),
+    read: impl FnOnce(&mut Handoff<Msg<B>, B>) + Send,
+    mut each: impl FnMut(&mut B) -> Result<(), E>,
+) -> Result<(), E> {
+    let (tx, rx) = sync_channel(AHEAD);
+    let (spent_tx, spent_rx) = channel();
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn_scoped(scope, move || {
+                read(&mut Handoff::new(tx, spent_rx, first, most))
+            })?;
+        // `rx` is dropped when this returns, so a reader still running stops at its next send
+        let rx = rx;
+        // the reader hangs up after its last batch (or by panicking, which the scope passes on)
+        while let Ok(msg) = rx.recv() {
+            match msg {
+                Msg::Batch(mut batch) => {
+                    each(&mut batch)?;
+                    batch.clear();
+                    let _ = spent_tx.send(batch);
+                }
+                Msg::Failed(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    })
+}
 
 /// Hands batches over as they fill. The first batches are small, so that the importing thread
 /// starts at once; each next one is twice as large, up to a limit.

@@ -11,6 +11,7 @@ mod correlation;
 mod devices;
 pub mod json;
 pub mod record;
+mod records;
 mod tally;
 pub mod text;
 

@@ -10,15 +10,18 @@
 //! followed by indented continuation lines of more `key value` fields
 //! (`\tgrid [ 1, 1, 1 ], block [ 32, 1, 1 ], ...`, `\tdeviceId 0, contextId 1, streamId 7, ...`).
 
-/// A parsed record. Borrowed from the text it was parsed from.
+use std::borrow::Cow;
+
+/// A parsed record. Borrowed from the text it was parsed from; its times and fields are its
+/// own when [`parse`] made them, or lent by a batch of records read ahead.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Record<'a> {
     pub kind: &'a str,
     /// The word or quoted string between the kind and the bracket (`HtoD`, `ACTIVITY_BUFFER_REQUEST`).
     pub label: Option<&'a str>,
     /// The bracketed times: `[start, end]` or `[ts]`.
-    pub times: Vec<i64>,
-    pub fields: Vec<Field<'a>>,
+    pub times: Cow<'a, [i64]>,
+    pub fields: Cow<'a, [Field<'a>]>,
 }
 
 /// One `key value` item; a quoted string alone has the key `""`, as does a bare word.
@@ -97,8 +100,8 @@ pub fn parse(line: &str) -> Result<Record<'_>, String> {
     Ok(Record {
         kind,
         label,
-        times,
-        fields,
+        times: Cow::Owned(times),
+        fields: Cow::Owned(fields),
     })
 }
 
@@ -167,7 +170,7 @@ mod tests {
         let r = parse("RUNTIME [ 1756213856511953089, 1756213856511965149 ] duration 12060, \"cudaSetDevice_v3020\", cbid 16, processId 1043317, threadId 2147479552, correlationId 314").unwrap();
         assert_eq!(r.kind, "RUNTIME");
         assert_eq!(r.label, None);
-        assert_eq!(r.times, [1756213856511953089, 1756213856511965149]);
+        assert_eq!(*r.times, [1756213856511953089, 1756213856511965149]);
         assert_eq!(r.name(), Some("cudaSetDevice_v3020"));
         assert_eq!(r.int("threadId"), Some(2147479552));
         assert_eq!(r.int("correlationId"), Some(314));
@@ -184,7 +187,7 @@ mod tests {
         let r =
             parse("MEMORY2 [ 1761183645310290248 ] memoryOperationType ALLOCATE, size 4, pc 0,")
                 .unwrap();
-        assert_eq!(r.times, [1761183645310290248]);
+        assert_eq!(*r.times, [1761183645310290248]);
         assert_eq!(r.fields.len(), 3);
 
         let mut more = Vec::new();

@@ -5,7 +5,6 @@ use std::io::Read;
 
 use rustc_hash::FxHashMap;
 use tracex_ir::diag::kinds as ir_kinds;
-use tracex_ir::io::LineReader;
 use tracex_ir::kind::cat;
 use tracex_ir::{
     Arg, Args, Event, ImportCtx, Instant, Location, NamePriority, Process, ProcessId, Result,
@@ -15,63 +14,40 @@ use tracex_ir::{
 use super::categories::{CAT_MEMORY, CAT_OVERHEAD};
 use super::correlation::Correlation;
 use super::devices::{Devices, UNKNOWN_STREAM};
-use super::record::{self, Record};
+use super::record::Record;
+use super::records::{self, Item};
 use crate::diag as d;
 
-/// Reads CUPTI text records from `reader` into `ctx`.
-pub fn import<R: Read>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
-    let mut lines = LineReader::new(reader);
+/// Reads CUPTI text records from `reader` into `ctx`: the lines are read and the records
+/// parsed on a thread of their own ([`records`]).
+pub fn import<R: Read + Send>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     let mut imp = TextImporter::default();
     // CUPTI's default timestamps are Unix-epoch ns; known before the first event, so that
     // exporters can write times from an origin
     ctx.defs.clock.origin_unix_ns = Some(0);
-    while let Some((no, bytes)) = lines.next_line()? {
-        let at = Location::Line(no);
-        let Ok(line) = std::str::from_utf8(bytes) else {
-            imp.flush(ctx)?;
-            ctx.diag.record(&d::NOT_TEXT, at);
-            continue;
-        };
-        if line.trim().is_empty() {
-            imp.flush(ctx)?;
-            ctx.diag.record(&d::BLANK_LINE, at);
-            continue;
+    records::records(reader, |item, batch, fields| match item {
+        Item::Skipped(kind, no) => {
+            ctx.diag.record(kind, Location::Line(*no));
+            Ok(())
         }
-        if line.starts_with([' ', '\t']) {
-            match &mut imp.pending {
-                Some(p) => {
-                    p.more.push_str(line);
-                    p.more.push(',');
-                }
-                None => ctx.diag.record(&d::ORPHAN_CONTINUATION, at),
-            }
-            continue;
+        Item::Record {
+            line,
+            parsed: Err(why),
+        } => {
+            ctx.diag
+                .record_detail(&d::BAD_RECORD, Location::Line(*line), why.clone());
+            Ok(())
         }
-        imp.flush(ctx)?;
-        if record::looks_like_record(line) {
-            imp.pending = Some(Pending {
-                line: no,
-                head: line.to_string(),
-                more: String::new(),
-            });
-        } else {
-            ctx.diag.record(&d::LOG_LINE, at);
-        }
-    }
-    imp.flush(ctx)?;
+        Item::Record {
+            line,
+            parsed: Ok(parsed),
+        } => imp.map(ctx, &parsed.record(batch, fields), *line),
+    })?;
     std::mem::take(&mut imp.corr).finish(ctx, Location::Line)
-}
-
-/// A record line and its continuation lines, read until the next record.
-struct Pending {
-    line: u64,
-    head: String,
-    more: String,
 }
 
 #[derive(Default)]
 struct TextImporter {
-    pending: Option<Pending>,
     processes: FxHashMap<i64, ProcessId>,
     threads: FxHashMap<(i64, i64), TrackId>,
     overhead: Option<ProcessId>,
@@ -101,22 +77,6 @@ fn value(v: &str) -> Value {
 }
 
 impl TextImporter {
-    fn flush(&mut self, ctx: &mut ImportCtx) -> Result<()> {
-        let Some(p) = self.pending.take() else {
-            return Ok(());
-        };
-        let at = Location::Line(p.line);
-        let mut rec = match record::parse(&p.head) {
-            Ok(r) => r,
-            Err(why) => {
-                ctx.diag.record_detail(&d::BAD_RECORD, at, why);
-                return Ok(());
-            }
-        };
-        record::push_fields(&p.more, &mut rec.fields);
-        self.map(ctx, &rec, p.line)
-    }
-
     fn args(ctx: &mut ImportCtx, rec: &Record, skip: &[&str]) -> Args {
         rec.fields
             .iter()

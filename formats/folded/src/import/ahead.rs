@@ -6,9 +6,8 @@
 use std::borrow::Cow;
 use std::io::{self, Read};
 use std::ops::Range;
-use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 
-use tracex_ir::ahead::Handoff;
+use tracex_ir::ahead::{self, Handoff, Msg};
 use tracex_ir::io::LineReader;
 use tracex_ir::DiagKind;
 
@@ -154,26 +153,25 @@ impl Classifier {
 const FIRST_BATCH: usize = 16 << 10;
 const BATCH_BYTES: usize = 256 << 10;
 
-/// Batches read ahead of the importer.
-const AHEAD: usize = 4;
-
-enum Msg {
-    Batch(Batch),
-    Failed(io::Error),
+impl ahead::Batch for Batch {
+    fn clear(&mut self) {
+        self.text.clear();
+        self.lines.clear();
+    }
 }
 
-/// The reader thread: fills batches (reusing spent ones from `spent`) until the input ends, a
-/// read fails, or the importer hangs up.
-fn read_ahead<R: Read>(reader: R, dialect: Dialect, tx: SyncSender<Msg>, spent: Receiver<Batch>) {
+/// The reader thread: fills batches until the input ends, a read fails, or the importer hangs
+/// up.
+fn read<R: Read>(reader: R, dialect: Dialect, out: &mut Handoff<Msg<Batch>, Batch>) {
     let mut lines = LineReader::new(reader);
     let mut classifier = Classifier { dialect };
     let mut batch = Batch::default();
-    let mut out = Handoff::new(tx, spent, FIRST_BATCH, BATCH_BYTES);
     loop {
         match lines.next_line() {
             Ok(Some((no, bytes))) => {
                 classifier.push(&mut batch, no, bytes);
-                let bytes = batch.text.len();
+                // blank lines and comments hold no text, but take room
+                let bytes = batch.text.len() + batch.lines.len() * std::mem::size_of::<Line>();
                 if !out.offer(&mut batch, bytes, Msg::Batch) {
                     return;
                 }
@@ -195,30 +193,17 @@ pub fn lines<R: Read + Send, E: From<io::Error>>(
     dialect: Dialect,
     mut each: impl FnMut(&Line, &str) -> Result<(), E>,
 ) -> Result<(), E> {
-    let (tx, rx) = sync_channel(AHEAD);
-    let (spent_tx, spent_rx) = channel();
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("folded read-ahead".into())
-            .spawn_scoped(scope, move || read_ahead(reader, dialect, tx, spent_rx))?;
-        // `rx` is dropped when this returns, so a reader still running stops at its next send
-        let rx = rx;
-        // the reader hangs up after its last batch (or by panicking, which the scope passes on)
-        while let Ok(msg) = rx.recv() {
-            match msg {
-                Msg::Batch(mut batch) => {
-                    for line in &batch.lines {
-                        each(line, &batch.text)?;
-                    }
-                    batch.text.clear();
-                    batch.lines.clear();
-                    let _ = spent_tx.send(batch);
-                }
-                Msg::Failed(e) => return Err(e.into()),
+    ahead::read_ahead(
+        "folded read-ahead",
+        (FIRST_BATCH, BATCH_BYTES),
+        |out| read(reader, dialect, out),
+        |batch: &mut Batch| {
+            for line in &batch.lines {
+                each(line, &batch.text)?;
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
 }
 
 #[cfg(test)]
