@@ -17,6 +17,18 @@ pub enum Msg<B> {
     Failed(io::Error),
 }
 
+/// Where `part`, a slice of `within` (or any empty string), lies in it: a reader thread keeps
+/// the parts of what it parsed as ranges of its batch's text, as their slices cannot cross to
+/// the importing thread with the batch.
+pub fn span(within: &str, part: &str) -> std::ops::Range<usize> {
+    if part.is_empty() {
+        return 0..0;
+    }
+    let from = part.as_ptr() as usize - within.as_ptr() as usize;
+    debug_assert!(from + part.len() <= within.len(), "not a slice of `within`");
+    from..from + part.len()
+}
+
 /// Batches a reader thread may run ahead of the importing thread.
 const AHEAD: usize = 4;
 
@@ -100,6 +112,18 @@ impl<M, B: Default> Handoff<M, B> {
 mod tests {
     use super::*;
     use std::sync::mpsc::{channel, sync_channel};
+
+    #[test]
+    fn spans_are_where_the_parts_lie() {
+        let text = "key value, \"name\"";
+        let (key, rest) = text.split_at(3);
+        assert_eq!(span(text, key), 0..3);
+        assert_eq!(span(text, rest.trim_start()), 4..text.len());
+        assert_eq!(&text[span(text, &rest[1..6])], "value");
+        // an empty part may be a literal anywhere: its range is empty
+        assert!(span(text, "").is_empty());
+        assert!(span(text, &text[5..5]).is_empty());
+    }
 
     #[test]
     fn batches_go_out_when_full_growing_and_come_back_for_reuse() {

@@ -76,9 +76,7 @@ impl Batch {
             })
             .collect()
     }
-}
 
-impl Batch {
     /// Parses a record (its first line and its continuation lines, each followed by a comma)
     /// into the batch.
     fn push_record(&mut self, line: u64, head: &str, more: &str) {
@@ -92,15 +90,7 @@ impl Batch {
         text.push_str(head);
         text.push_str(more);
         let (head, more) = text[start..].split_at(head.len());
-        // where a part of the record lies in the batch's text
-        let base = text.as_ptr() as usize;
-        let at = |part: &str| match part.is_empty() {
-            true => 0..0,
-            false => {
-                let from = part.as_ptr() as usize - base;
-                from..from + part.len()
-            }
-        };
+        let at = |part: &str| ahead::span(text, part);
         let parsed = record::parse(head).map(|mut rec| {
             record::push_fields(more, rec.fields.to_mut());
             let (t, f) = (times.len(), fields.len());
@@ -117,11 +107,31 @@ impl Batch {
     }
 }
 
-/// A record line and its continuation lines, read until the next record.
+/// The record being read: its line and first line, and its continuation lines, each followed
+/// by a comma, until the next line that is not one. The texts are kept from one record to the
+/// next, so that reading a record allocates nothing.
+#[derive(Default)]
 struct Pending {
-    line: u64,
+    line: Option<u64>,
     head: String,
     more: String,
+}
+
+impl Pending {
+    /// Starts reading the record whose first line is `head`, line `no`.
+    fn start(&mut self, no: u64, head: &str) {
+        self.line = Some(no);
+        self.head.clear();
+        self.head.push_str(head);
+        self.more.clear();
+    }
+
+    /// Parses the record being read, if any, into `batch`.
+    fn flush(&mut self, batch: &mut Batch) {
+        if let Some(line) = self.line.take() {
+            batch.push_record(line, &self.head, &self.more);
+        }
+    }
 }
 
 /// The first batch's text is small, so that the importer starts at once; later ones double up
@@ -134,17 +144,12 @@ const BATCH_BYTES: usize = 256 << 10;
 fn read<R: Read>(reader: R, out: &mut Handoff<Msg<Batch>, Batch>) {
     let mut lines = LineReader::new(reader);
     let mut batch = Batch::default();
-    let mut pending: Option<Pending> = None;
-    let flush = |pending: &mut Option<Pending>, batch: &mut Batch| {
-        if let Some(p) = pending.take() {
-            batch.push_record(p.line, &p.head, &p.more);
-        }
-    };
+    let mut pending = Pending::default();
     loop {
         let (no, bytes) = match lines.next_line() {
             Ok(Some(line)) => line,
             Ok(None) => {
-                flush(&mut pending, &mut batch);
+                pending.flush(&mut batch);
                 return out.last(Msg::Batch(batch));
             }
             Err(e) => {
@@ -157,32 +162,25 @@ fn read<R: Read>(reader: R, out: &mut Handoff<Msg<Batch>, Batch>) {
             Err(_) => Some(&d::NOT_TEXT),
             Ok(line) if line.trim().is_empty() => Some(&d::BLANK_LINE),
             Ok(line) if line.starts_with([' ', '\t']) => {
-                match &mut pending {
-                    Some(p) => {
-                        p.more.push_str(line);
-                        p.more.push(',');
+                match pending.line {
+                    Some(_) => {
+                        pending.more.push_str(line);
+                        pending.more.push(',');
                     }
                     None => batch.items.push(Item::Skipped(&d::ORPHAN_CONTINUATION, no)),
                 }
                 continue;
             }
-            Ok(line) => {
-                flush(&mut pending, &mut batch);
-                if record::looks_like_record(line) {
-                    pending = Some(Pending {
-                        line: no,
-                        head: line.to_string(),
-                        more: String::new(),
-                    });
-                    None
-                } else {
-                    Some(&d::LOG_LINE)
-                }
+            Ok(line) if record::looks_like_record(line) => {
+                pending.flush(&mut batch);
+                pending.start(no, line);
+                None
             }
+            Ok(_) => Some(&d::LOG_LINE),
         };
         if let Some(kind) = skipped {
             // a line that is not a continuation ends the record before it
-            flush(&mut pending, &mut batch);
+            pending.flush(&mut batch);
             batch.items.push(Item::Skipped(kind, no));
         }
         // skipped lines hold no text, but take room

@@ -82,11 +82,11 @@ impl Classifier {
     /// Parses line `no` into `batch`.
     pub fn push(&mut self, batch: &mut Batch, no: u64, bytes: &[u8]) {
         let start = batch.text.len();
-        let (ansi, text, kind) = match std::str::from_utf8(bytes) {
-            Err(_) => (false, start..start, Kind::NotText),
+        let (ansi, (text, kind)) = match std::str::from_utf8(bytes) {
+            Err(_) => (false, (start..start, Kind::NotText)),
             Ok(text) => match extended::strip_ansi(text) {
-                Cow::Owned(s) => self.classify(&mut batch.text, &s, true),
-                Cow::Borrowed(s) => self.classify(&mut batch.text, s, false),
+                Cow::Owned(s) => (true, self.classify(&mut batch.text, &s)),
+                Cow::Borrowed(s) => (false, self.classify(&mut batch.text, s)),
             },
         };
         batch.lines.push(Line {
@@ -99,14 +99,14 @@ impl Classifier {
 
     /// The kind of a line of text; its trimmed text is appended to `out` unless it is blank
     /// or a comment.
-    fn classify(&mut self, out: &mut String, text: &str, ansi: bool) -> (bool, Range<usize>, Kind) {
+    fn classify(&mut self, out: &mut String, text: &str) -> (Range<usize>, Kind) {
         let start = out.len();
         let t = text.trim();
         if t.is_empty() {
-            return (ansi, start..start, Kind::Blank);
+            return (start..start, Kind::Blank);
         }
         if t.starts_with('#') {
-            return (ansi, start..start, Kind::Comment);
+            return (start..start, Kind::Comment);
         }
         if self.dialect == Dialect::Auto {
             self.dialect = if extended::looks_extended(t) {
@@ -116,12 +116,9 @@ impl Classifier {
             };
         }
         // where a part of `t` lies in `out`
-        let at = |part: &str| match part.is_empty() {
-            true => start..start,
-            false => {
-                let from = start + (part.as_ptr() as usize - t.as_ptr() as usize);
-                from..from + part.len()
-            }
+        let at = |part: &str| {
+            let r = ahead::span(t, part);
+            start + r.start..start + r.end
         };
         let kind = match self.dialect {
             Dialect::Extended => match extended::parse(t) {
@@ -144,7 +141,7 @@ impl Classifier {
             },
         };
         out.push_str(t);
-        (ansi, start..start + t.len(), kind)
+        (start..start + t.len(), kind)
     }
 }
 
