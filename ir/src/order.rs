@@ -145,9 +145,8 @@ impl Buffer {
             helper.is_ok()
         });
         if !split {
-            // no thread to be had: this one sorts it all
-            self.sort();
-            return [0..n, n..n];
+            // no thread to be had: this one sorts the first half too
+            sort_entries(&mut self.entries[..n / 2]);
         }
         [0..n / 2, n / 2..n]
     }
