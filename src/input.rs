@@ -76,28 +76,35 @@ impl Input {
             let f = File::open(&p).with_context(|| format!("cannot open {arg}"))?;
             (Some(p), Box::new(f))
         };
+        // The first bytes come straight from the file, so that sniffing reads 64 KiB where a
+        // first fill of the buffer below read (and faulted in) 1 MiB on the main thread, for
+        // each input, before any import began.
+        let mut raw = raw;
+        let mut first = vec![0u8; HEAD];
+        let n = read_up_to(&mut raw, &mut first).with_context(|| format!("cannot read {arg}"))?;
+        first.truncate(n);
+        progress.advance(n as u64);
         // Counted above the buffer: a `BufReader` over a reader of its own zero-fills its
         // buffer first (`Counting` cannot take uninitialised memory), 1 MiB of page faults per
         // input, while over the file it reads into the buffer as it is.
-        let mut buffered = Counting {
+        let buffered = Counting {
             inner: BufReader::with_capacity(1 << 20, raw),
             progress: progress.clone(),
         };
-        let mut magic = [0u8; 2];
-        let got = read_up_to(&mut buffered, &mut magic)?;
-        let prefix = Cursor::new(magic[..got].to_vec());
-        let compressed = got == 2 && magic == [0x1f, 0x8b];
-        let mut stream: Box<dyn Read + Send> = if compressed {
-            Box::new(BufReader::with_capacity(
+        let compressed = first.starts_with(&[0x1f, 0x8b]);
+        let (mut head, stream): (Vec<u8>, Box<dyn Read + Send>) = if compressed {
+            let mut stream = BufReader::with_capacity(
                 1 << 20,
-                MultiGzDecoder::new(prefix.chain(buffered)),
-            ))
+                MultiGzDecoder::new(Cursor::new(first).chain(buffered)),
+            );
+            let mut head = vec![0u8; HEAD];
+            let n =
+                read_up_to(&mut stream, &mut head).with_context(|| format!("cannot read {arg}"))?;
+            head.truncate(n);
+            (head, Box::new(stream))
         } else {
-            Box::new(prefix.chain(buffered))
+            (first, Box::new(buffered))
         };
-        let mut head = vec![0u8; HEAD];
-        let n = read_up_to(&mut stream, &mut head).with_context(|| format!("cannot read {arg}"))?;
-        head.truncate(n);
         // A UTF-8 byte order mark (Windows tools write one) is no part of any format's text.
         if head.starts_with(UTF8_BOM) {
             head.drain(..UTF8_BOM.len());
