@@ -18,6 +18,11 @@ const CHUNK: usize = 4 << 20;
 /// copy the bytes through its own buffer.
 const MIN_READ: usize = 1 << 20;
 
+/// Room beyond [`MIN_READ`] for the piece that straddles a read, moved to the front before
+/// the next one: with it, a buffer of one read's size need not grow for the second read (it
+/// grew by [`CHUNK`], 4 MB zeroed and faulted in, for every input, however small).
+const SLACK: usize = 64 << 10;
+
 /// One piece of the document.
 #[derive(Debug)]
 pub enum Item<'a> {
@@ -102,7 +107,7 @@ impl<R: Read> Tokenizer<R> {
     pub fn new(r: R) -> Self {
         Tokenizer {
             r,
-            buf: vec![0; MIN_READ],
+            buf: vec![0; MIN_READ + SLACK],
             end: 0,
             pos: 0,
             base: 0,
@@ -132,7 +137,8 @@ impl<R: Read> Tokenizer<R> {
         }
         // `buf` stays initialised past `end`: it is zeroed only where it grows, not at every
         // read (a memset of each 4 MB read was a tenth of the reading thread's copies). It
-        // starts at one read's worth and grows by 4 MB only when less than that is free:
+        // starts at one read's worth and [`SLACK`], and grows by 4 MB only when less than one
+        // read's worth is free (a piece larger than the slack):
         // growing it before every read (the first returns only the sniffed head) copied and
         // faulted in megabytes, a third of converting a small trace.
         if self.buf.len() - self.end < MIN_READ {
