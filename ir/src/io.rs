@@ -365,8 +365,10 @@ pub struct LineReader<R> {
 /// The buffer's first size; it doubles for a longer line. Reads ask for what the buffer has
 /// room for, which stays above 1 MiB: a `BufReader` of up to that capacity (the CLI reads
 /// inputs through one of 1 MiB) then hands the read to the file instead of copying its own
-/// buffer's bytes (a copy of the whole input, on the importing thread).
-const LINE_READ: usize = 2 << 20;
+/// buffer's bytes (a copy of the whole input, on the importing thread). 1 MiB and room for
+/// the partial line moved to the front: each page of the buffer is faulted in when first
+/// read into, and for a small input 2 MiB cost more than the reading.
+const LINE_READ: usize = (1 << 20) + (64 << 10);
 
 impl<R: io::Read> LineReader<R> {
     pub fn new(r: R) -> Self {
