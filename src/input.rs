@@ -220,3 +220,83 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Text of `n` bytes that differs along its length, so that a byte out of place shows.
+    fn text(n: usize) -> Vec<u8> {
+        (0..n).map(|i| b'a' + (i * 7 % 26) as u8).collect()
+    }
+
+    fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.to_string_lossy().into_owned()
+    }
+
+    /// The head an importer's sniffer sees, the whole stream it reads, and the bytes counted.
+    fn open(path: &str) -> (Vec<u8>, Vec<u8>, bool, u64) {
+        let mut input = Input::open(path).unwrap();
+        let mut all = Vec::new();
+        input.take_reader().unwrap().read_to_end(&mut all).unwrap();
+        (
+            input.head.clone(),
+            all,
+            input.compressed,
+            input.progress.done(),
+        )
+    }
+
+    #[test]
+    fn the_head_and_the_stream_are_the_file_at_every_size_around_the_head() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in [
+            0,
+            1,
+            2,
+            3,
+            HEAD - 1,
+            HEAD,
+            HEAD + 1,
+            3 * HEAD + 17,
+            (1 << 20) + 5,
+        ] {
+            let bytes = text(n);
+            let (head, all, compressed, counted) = open(&write(dir.path(), "t.txt", &bytes));
+            assert!(!compressed);
+            assert_eq!(head, &bytes[..n.min(HEAD)], "head of {n} bytes");
+            assert_eq!(all, bytes, "stream of {n} bytes");
+            assert_eq!(counted, n as u64, "progress of {n} bytes");
+        }
+    }
+
+    #[test]
+    fn gzip_members_are_read_one_after_the_other_and_sniffed_decompressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = text(5 * HEAD + 3);
+        let (a, b) = bytes.split_at(HEAD / 2);
+        let mut gz = Vec::new();
+        for part in [a, b] {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(part).unwrap();
+            gz.extend(e.finish().unwrap());
+        }
+        let (head, all, compressed, counted) = open(&write(dir.path(), "t.gz", &gz));
+        assert!(compressed);
+        assert_eq!(head, &bytes[..HEAD]);
+        assert_eq!(all, bytes);
+        assert_eq!(counted, gz.len() as u64, "progress counts the file's bytes");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_dropped_from_the_head_and_the_stream() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = text(2 * HEAD);
+        let (head, all, _, _) = open(&write(dir.path(), "b.json", &[UTF8_BOM, &body].concat()));
+        assert_eq!(head, &body[..HEAD - UTF8_BOM.len()]);
+        assert_eq!(all, body);
+    }
+}

@@ -449,6 +449,30 @@ mod line_tests {
     }
 
     #[test]
+    fn reads_ask_for_a_mebibyte_or_more_and_the_buffer_stays() {
+        struct Asked<'a>(&'a [u8], Vec<usize>);
+        impl std::io::Read for Asked<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.1.push(buf.len());
+                self.0.read(buf)
+            }
+        }
+        let line = "1761700000000004977 app 40000 40000 13 _start;main;run;cudaLaunchKernel\n";
+        let text = line.repeat((5 << 20) / line.len());
+        let mut r = LineReader::new(Asked(text.as_bytes(), Vec::new()));
+        let mut n = 0;
+        while r.next_line().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, text.len() / line.len());
+        assert_eq!(r.buf.len(), super::LINE_READ, "the buffer grew");
+        // room for a read that bypasses a 1 MiB `BufReader`, the last (at the end) aside
+        let asked = &r.r.1;
+        assert!(asked.len() > 4, "{asked:?}");
+        assert!(asked.iter().all(|&k| k >= 1 << 20), "{asked:?}");
+    }
+
+    #[test]
     fn lines_across_reads_and_longer_than_the_buffer() {
         let long = "x".repeat(super::LINE_READ * 2 + 3);
         let text = format!("a\r\n{long}\nb\r");

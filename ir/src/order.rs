@@ -163,9 +163,8 @@ impl Buffer {
         // (a sorter told to never spill is given its first run's room)
         let size = size.min(FIRST_RUN);
         self.bytes.reserve(size);
-        // an entry per 16 bytes of encoding, the smallest events (an instant, a counter value)
-        self.entries
-            .reserve(size / (16 + std::mem::size_of::<Entry>()));
+        // as many entries as would fill it alone: an event's encoding can take a few bytes
+        self.entries.reserve(size / std::mem::size_of::<Entry>());
     }
 
     /// An empty buffer with room for as much as this one holds.
@@ -707,6 +706,34 @@ mod tests {
         }
         assert!(OrderKey::of_encoded(&[9], 0, 0).is_err());
         assert!(OrderKey::of_encoded(&[0, 1], 0, 0).is_err());
+    }
+
+    /// The first buffer is reserved before its first event and not moved as it fills up to
+    /// its spill, so that each of its pages is touched once.
+    #[test]
+    fn the_first_buffer_fills_in_place_up_to_its_spill() {
+        let (mut defs, mut diag) = (Defs::new(), Diagnostics::default());
+        let mut s = Sorter::with_budget(MemSink::default(), usize::MAX);
+        s.first_run = 1 << 20;
+        let slice = |ts| Event::Slice(Slice::new(TrackId(7), ts, 3, StrId(1)));
+        s.push(&mut defs, &mut diag, slice(0)).unwrap();
+        let at = (s.buf.bytes.as_ptr(), s.buf.entries.as_ptr());
+        let mut ts = 0;
+        while s.spilled_runs() == 0 && s.buf.size() + 100 < s.first_run {
+            ts += 1;
+            s.push(&mut defs, &mut diag, slice(ts)).unwrap();
+        }
+        assert!(ts > 10_000, "{ts} events");
+        assert_eq!(
+            (s.buf.bytes.as_ptr(), s.buf.entries.as_ptr()),
+            at,
+            "the buffer moved"
+        );
+        // a sorter that never spills is given its first run's room, not its budget
+        let mut never = Sorter::with_budget(MemSink::default(), usize::MAX);
+        never.first_run = usize::MAX;
+        never.push(&mut defs, &mut diag, slice(0)).unwrap();
+        assert_eq!(never.buf.bytes.capacity(), FIRST_RUN);
     }
 
     #[test]

@@ -503,6 +503,47 @@ mod tests {
         }
     }
 
+    /// Records how much room each read was given.
+    struct Asked<R> {
+        r: R,
+        asked: Vec<usize>,
+    }
+    impl<R: Read> Read for Asked<R> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            self.asked.push(out.len());
+            self.r.read(out)
+        }
+    }
+
+    #[test]
+    fn reads_get_a_buffer_reads_worth_without_the_buffer_growing() {
+        // 5 MB of small events, read as the CLI's input is: the sniffed head first, then the file
+        let mut doc = String::from("[");
+        let mut pushed = 1;
+        while doc.len() < 5 << 20 {
+            doc.push_str(r#"{"name":"kernel","ph":"X","ts":12.5,"dur":3,"pid":1,"tid":2},"#);
+            pushed += 1;
+        }
+        doc.push_str(r#"{"name":"last","ph":"i","ts":1}]"#);
+        let (head, rest) = doc.as_bytes().split_at(64 << 10);
+        let mut t = Tokenizer::new(Asked {
+            r: head.chain(rest),
+            asked: Vec::new(),
+        });
+        let mut spans = Spans::default();
+        let mut events = 0;
+        while let Ok(Some(item)) = t.next_item(&mut spans) {
+            spans.clear();
+            events += matches!(item, Item::Event { .. }) as usize;
+        }
+        assert_eq!(events, pushed);
+        assert_eq!(t.buf.len(), MIN_READ + SLACK, "the buffer grew");
+        // every read after the head's asks for at least what bypasses a 1 MiB `BufReader`
+        let asked = &t.r.asked;
+        assert!(asked.len() > 5, "{asked:?}");
+        assert!(asked[1..].iter().all(|&n| n >= MIN_READ), "{asked:?}");
+    }
+
     fn items_from(r: impl Read) -> (Vec<String>, Leniency) {
         let mut t = Tokenizer::new(r);
         let mut out = Vec::new();
