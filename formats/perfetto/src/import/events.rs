@@ -838,11 +838,14 @@ impl State {
             self.counter_value(ctx, seq, uuid, ts, v, at);
             return Ok(());
         }
-        if ty == te_pb::Type::State as i32 || (ty == 0 && phase.is_none()) {
-            let what = if ty == 0 {
-                "no type or phase".to_string()
-            } else {
-                "state".to_string()
+        // a type this reader does not know (a later Perfetto's, or a damaged field) is taken
+        // by its legacy phase, or counted
+        let slice_or_instant = matches!(ty, 1..=3);
+        if ty == te_pb::Type::State as i32 || (!slice_or_instant && phase.is_none()) {
+            let what = match ty {
+                0 => "no type or phase".to_string(),
+                t if t == te_pb::Type::State as i32 => "state".to_string(),
+                t => format!("type {t}, no phase"),
             };
             self.events_unmapped.add(what, Location::Byte(at));
             return Ok(());
@@ -875,7 +878,7 @@ impl State {
             (2, _) => 'E',
             (3, _) => 'i',
             (_, Some(p)) => p,
-            _ => unreachable!("checked above"),
+            (_, None) => unreachable!("a type without a phase is counted above"),
         };
         match kind {
             'B' | 'b' | 'S' | 'X' => {
