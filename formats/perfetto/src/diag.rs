@@ -26,6 +26,8 @@ tracex_ir::kinds! {
         "the tracing service recorded lost packets on a sequence (ring buffer overwritten, or a writer's chunk missing)";
     IMPORT_UNKNOWN_TRACK = "perfetto_unknown_track", Warning,
         "events referred to a track uuid that no descriptor in the trace describes; they were kept on an async track named after the uuid";
+    IMPORT_TRACK_LINK = "perfetto_track_link_broken", Warning,
+        "a track descriptor's parent (or the track it is an overflow lane of) closes a cycle of descriptors or chains more than 64 deep; that link was ignored (the track kept without its parent)";
     IMPORT_UNKNOWN_CLOCK = "perfetto_unknown_clock", Error,
         "a timestamp was on a clock that no clock snapshot relates to the trace clock; the packet was skipped";
     IMPORT_BAD_TIMESTAMP = "perfetto_bad_timestamp", Error,

@@ -1402,6 +1402,12 @@ impl State {
             Location::Nowhere,
             None::<String>,
         );
+        diag.record_n(
+            &d::IMPORT_TRACK_LINK,
+            self.tracks.broken_links,
+            Location::Nowhere,
+            None::<String>,
+        );
         std::mem::take(&mut self.unmapped).record(diag, &d::IMPORT_UNMAPPED);
         std::mem::take(&mut self.bookkeeping).record(diag, &d::IMPORT_BOOKKEEPING);
         std::mem::take(&mut self.typed).record(diag, &d::IMPORT_TYPED_ARGS);

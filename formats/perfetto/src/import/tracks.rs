@@ -42,6 +42,10 @@ pub struct CounterReading {
     pub multiplier: i64,
 }
 
+/// Links (parent, overflow) followed at most in one resolution: real traces nest tracks a few
+/// levels deep.
+const MAX_LINKS: usize = 64;
+
 #[derive(Default)]
 pub struct TrackMap {
     descs: FxHashMap<u64, (TrackDescriptor, Option<XTrack>)>,
@@ -59,6 +63,8 @@ pub struct TrackMap {
     pub readings: FxHashMap<u64, CounterReading>,
     /// uuids events referred to without a descriptor anywhere in the trace.
     pub unknown: u64,
+    /// Parent and overflow links ignored: they closed a cycle or chained too deep.
+    pub broken_links: u64,
     /// Overflow lanes, one track per (track, level) whoever defines it first.
     overflow: OverflowTracks,
 }
@@ -168,6 +174,18 @@ impl TrackMap {
         t
     }
 
+    /// The object of `uuid`, which the descriptor being resolved links to (its parent, or the
+    /// track it is an overflow lane of); `None`, the link taken as absent, where it closes a
+    /// cycle or chains deeper than [`MAX_LINKS`], as a damaged trace may have them: resolving
+    /// it would recurse without end (a fuzzed trace overflowed the stack).
+    fn linked(&mut self, defs: &mut Defs, uuid: u64) -> Option<Target> {
+        if self.resolving.contains(&uuid) || self.resolving.len() >= MAX_LINKS {
+            self.broken_links += 1;
+            return None;
+        }
+        Some(self.resolve(defs, uuid))
+    }
+
     /// The track of `uuid` for slices and instants (a counter track used for them gets an async
     /// track of the same name).
     pub fn track(&mut self, defs: &mut Defs, uuid: u64) -> TrackId {
@@ -252,7 +270,7 @@ impl TrackMap {
         }
         let (d, x) = self.descs.get(&uuid).cloned()?;
         if x.is_some() || d.process.is_some() || d.thread.is_some() {
-            return match self.resolve(defs, uuid) {
+            return match self.linked(defs, uuid)? {
                 Target::Track(t) => defs.track(t).process,
                 Target::Counter(c) => defs.counter(c).process,
                 Target::ThreadTime(th) => Some(defs.thread(th).process),
@@ -345,7 +363,7 @@ impl TrackMap {
         };
         if let Some(c) = &d.counter {
             if c.r#type == Some(BuiltinCounterType::CounterThreadTimeNs as i32) {
-                if let Some(Target::Track(t)) = d.parent_uuid.map(|p| self.resolve(defs, p)) {
+                if let Some(Target::Track(t)) = d.parent_uuid.and_then(|p| self.linked(defs, p)) {
                     if let Some(th) = defs.track_thread(t) {
                         self.readings.insert(uuid, reading(c));
                         return Target::ThreadTime(th);
@@ -423,7 +441,7 @@ impl TrackMap {
         };
         let parent_process = |this: &mut Self, defs: &mut Defs| -> Option<ProcessId> {
             match d.parent_uuid {
-                Some(p) => match this.resolve(defs, p) {
+                Some(p) => match this.linked(defs, p)? {
                     Target::Track(t) => defs.track(t).process,
                     Target::Counter(c) => defs.counter(c).process,
                     Target::ThreadTime(th) => Some(defs.thread(th).process),
@@ -538,7 +556,7 @@ impl TrackMap {
                 Target::Track(t)
             }
             Kind::Overflow => {
-                let of = match x.overflow_of.map(|o| self.resolve(defs, o)) {
+                let of = match x.overflow_of.and_then(|o| self.linked(defs, o)) {
                     Some(Target::Track(t)) => t,
                     _ => return self.resolve_native(defs, uuid, d),
                 };
@@ -562,7 +580,7 @@ impl TrackMap {
                 };
                 Target::Counter(defs.add_counter(def))
             }
-            Kind::ThreadTime => match d.parent_uuid.map(|p| self.resolve(defs, p)) {
+            Kind::ThreadTime => match d.parent_uuid.and_then(|p| self.linked(defs, p)) {
                 Some(Target::Track(t)) if defs.track_thread(t).is_some() => {
                     let c = d.counter.clone().unwrap_or_default();
                     self.readings.insert(uuid, reading(&c));
@@ -579,5 +597,55 @@ fn reading(c: &crate::pb::CounterDescriptor) -> CounterReading {
     CounterReading {
         incremental: c.is_incremental.unwrap_or(false),
         multiplier: c.unit_multiplier.filter(|&m| m != 0).unwrap_or(1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(uuid: u64, parent: Option<u64>) -> TrackDescriptor {
+        TrackDescriptor {
+            uuid: Some(uuid),
+            parent_uuid: parent,
+            ..Default::default()
+        }
+    }
+
+    /// Parent links of a damaged trace (found by fuzzing: a cycle overflowed the stack) are
+    /// cut where they close a cycle or chain too deep, and counted; the tracks are still made.
+    #[test]
+    fn parent_cycles_and_deep_chains_are_cut_and_counted() {
+        for x in [
+            Some(XTrack {
+                kind: Some(Kind::Async as i32),
+                ..Default::default()
+            }),
+            Some(XTrack {
+                kind: Some(Kind::Counter as i32),
+                ..Default::default()
+            }),
+            None,
+        ] {
+            let mut defs = Defs::new();
+            let mut m = TrackMap::default();
+            // a cycle, 1 → 2 → 1, and a chain 100 → 101 → … 100,000 links long
+            m.describe(desc(1, Some(2)), x.clone());
+            m.describe(desc(2, Some(1)), x.clone());
+            for u in 100..100_100 {
+                m.describe(desc(u, Some(u + 1)), x.clone());
+            }
+            m.resolve(&mut defs, 1);
+            m.resolve(&mut defs, 100);
+            if x.is_some() {
+                // tracex's tracks resolve their parents first
+                assert!(m.resolved.contains_key(&2), "{x:?}");
+                assert!(m.resolved.contains_key(&150), "{x:?}");
+                assert_eq!(m.broken_links, 2, "{x:?}");
+            }
+            // every descriptor is made in the end, none twice
+            m.define_rest(&mut defs);
+            assert!(m.resolving.is_empty());
+        }
     }
 }
