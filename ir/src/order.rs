@@ -733,7 +733,7 @@ mod tests {
         let mut never = Sorter::with_budget(MemSink::default(), usize::MAX);
         never.first_run = usize::MAX;
         never.push(&mut defs, &mut diag, slice(0)).unwrap();
-        assert_eq!(never.buf.bytes.capacity(), FIRST_RUN);
+        assert!((FIRST_RUN..2 * FIRST_RUN).contains(&never.buf.bytes.capacity()));
     }
 
     #[test]
