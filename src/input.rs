@@ -53,7 +53,7 @@ impl Input {
             return Ok(input);
         }
         let progress = Arc::new(Progress::new());
-        let (path, raw): (Option<PathBuf>, Box<dyn Read + Send>) = if arg == "-" {
+        let (path, mut raw): (Option<PathBuf>, Box<dyn Read + Send>) = if arg == "-" {
             (None, Box::new(io::stdin()))
         } else {
             let p = PathBuf::from(arg);
@@ -79,11 +79,8 @@ impl Input {
         // The first bytes come straight from the file, so that sniffing reads 64 KiB where a
         // first fill of the buffer below read (and faulted in) 1 MiB on the main thread, for
         // each input, before any import began.
-        let mut raw = raw;
-        let mut first = vec![0u8; HEAD];
-        let n = read_up_to(&mut raw, &mut first).with_context(|| format!("cannot read {arg}"))?;
-        first.truncate(n);
-        progress.advance(n as u64);
+        let first = read_head(&mut raw, arg)?;
+        progress.advance(first.len() as u64);
         // Counted above the buffer: a `BufReader` over a reader of its own zero-fills its
         // buffer first (`Counting` cannot take uninitialised memory), 1 MiB of page faults per
         // input, while over the file it reads into the buffer as it is.
@@ -97,11 +94,7 @@ impl Input {
                 1 << 20,
                 MultiGzDecoder::new(Cursor::new(first).chain(buffered)),
             );
-            let mut head = vec![0u8; HEAD];
-            let n =
-                read_up_to(&mut stream, &mut head).with_context(|| format!("cannot read {arg}"))?;
-            head.truncate(n);
-            (head, Box::new(stream))
+            (read_head(&mut stream, arg)?, Box::new(stream))
         } else {
             (first, Box::new(buffered))
         };
@@ -198,6 +191,14 @@ fn refuse_special(arg: &str, meta: &std::fs::Metadata) -> anyhow::Result<()> {
     }
     #[allow(unreachable_code)]
     Ok(())
+}
+
+/// The first [`HEAD`] bytes of `r` (fewer at its end): what the sniffers see.
+fn read_head(r: &mut dyn Read, arg: &str) -> anyhow::Result<Vec<u8>> {
+    let mut head = vec![0u8; HEAD];
+    let n = read_up_to(r, &mut head).with_context(|| format!("cannot read {arg}"))?;
+    head.truncate(n);
+    Ok(head)
 }
 
 fn read_up_to(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
