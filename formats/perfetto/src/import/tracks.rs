@@ -42,8 +42,8 @@ pub struct CounterReading {
     pub multiplier: i64,
 }
 
-/// Links (parent, overflow) followed at most in one resolution: real traces nest tracks a few
-/// levels deep.
+/// Links (parent, overflow) followed at most in one resolution, and parents walked at most to
+/// find a track's process: real traces nest tracks a few levels deep.
 const MAX_LINKS: usize = 64;
 
 #[derive(Default)]
@@ -264,8 +264,8 @@ impl TrackMap {
     }
 
     /// The process a track belongs to: its own, its thread's, or the nearest above it.
-    fn process_above(&mut self, defs: &mut Defs, uuid: u64, depth: u32) -> Option<ProcessId> {
-        if depth > 64 {
+    fn process_above(&mut self, defs: &mut Defs, uuid: u64, depth: usize) -> Option<ProcessId> {
+        if depth > MAX_LINKS {
             return None;
         }
         let (d, x) = self.descs.get(&uuid).cloned()?;
