@@ -141,6 +141,64 @@ fn every_flow_point_has_a_name_a_category_and_its_source_id() {
     assert_eq!(dump(&input), dump(&rt));
 }
 
+/// Catapult holds ids as doubles (exact to 2^53) and Perfetto's JSON parser rejects an integer
+/// `id` beyond `i64`: rocprofv3's async ids are such. An integer id a double does not hold is
+/// written as a string the viewers read (`0x` hex where it is a `u64`); smaller ones stay numbers.
+#[test]
+fn async_and_flow_ids_beyond_2_53_are_written_as_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "ids.json",
+        r#"{"traceEvents":[
+{"ph":"b","name":"copy","cat":"memory_copy","id":10771294206341709049,"pid":1,"tid":1,"ts":0},
+{"ph":"e","name":"copy","cat":"memory_copy","id":10771294206341709049,"pid":1,"tid":1,"ts":5},
+{"ph":"b","name":"copy","cat":"memory_copy","id":10771294206341709049,"pid":1,"tid":1,"ts":7},
+{"ph":"e","name":"copy","cat":"memory_copy","id":10771294206341709049,"pid":1,"tid":1,"ts":9},
+{"ph":"b","name":"g","cat":"c","id2":{"global":18446744073709551615},"pid":1,"tid":1,"ts":1},
+{"ph":"e","name":"g","cat":"c","id2":{"global":18446744073709551615},"pid":1,"tid":1,"ts":2},
+{"ph":"b","name":"neg","cat":"c","id":-9007199254740993,"pid":1,"tid":1,"ts":1},
+{"ph":"e","name":"neg","cat":"c","id":-9007199254740993,"pid":1,"tid":1,"ts":3},
+{"ph":"b","name":"small","cat":"c","id":9007199254740991,"pid":1,"tid":1,"ts":1},
+{"ph":"e","name":"small","cat":"c","id":9007199254740991,"pid":1,"tid":1,"ts":4},
+{"ph":"X","name":"launch","pid":1,"tid":2,"ts":0,"dur":5},
+{"ph":"s","name":"f","cat":"f","id":9007199254740993,"pid":1,"tid":2,"ts":1},
+{"ph":"X","name":"kernel","pid":1,"tid":3,"ts":6,"dur":5},
+{"ph":"f","name":"f","cat":"f","id":9007199254740993,"bp":"e","pid":1,"tid":3,"ts":7}
+]}"#,
+    );
+    let out = convert(&input, &[]);
+    let id_of = |name: &str, ph_: &str| -> Vec<Value> {
+        ph(&out, ph_)
+            .iter()
+            .filter(|e| e["name"] == name)
+            .map(|e| {
+                e.get("id")
+                    .or_else(|| e["id2"].get("global"))
+                    .cloned()
+                    .expect("an id")
+            })
+            .collect()
+    };
+    let copies = id_of("copy", "b");
+    assert_eq!(copies.len(), 2);
+    assert!(
+        copies.iter().all(|i| i == "0x957b53030c387cf9"),
+        "{copies:?}"
+    );
+    assert_eq!(id_of("copy", "e"), copies);
+    assert_eq!(id_of("g", "b"), vec![Value::from("0xffffffffffffffff")]);
+    // Perfetto reads a negative `i64` exactly
+    assert_eq!(id_of("neg", "b"), vec![Value::from(-9007199254740993i64)]);
+    assert_eq!(id_of("small", "b"), vec![Value::from(9007199254740991u64)]);
+    assert_eq!(id_of("f", "s"), vec![Value::from("0x20000000000001")]);
+    assert_eq!(id_of("f", "f"), vec![Value::from("0x20000000000001")]);
+    // read back, the output gives the input's IR: the strings are read as the integers
+    let rt = dir.path().join("rt.json");
+    std::fs::write(&rt, serde_json::to_vec(&out).unwrap()).unwrap();
+    assert_eq!(dump(&input), dump(&rt));
+}
+
 #[test]
 fn merged_inputs_with_the_same_flow_ids_are_renumbered_and_counted() {
     let dir = tempfile::tempdir().unwrap();

@@ -227,7 +227,13 @@ pub fn async_id(defs: &Defs, track: TrackId) -> Vec<u8> {
             raw_owned = serde_json::to_string(&format!("{base}#lane{level}")).expect("string");
             raw_owned.as_str()
         }
-        None if valid(raw) => raw,
+        None if valid(raw) => match viewer_safe_int(raw) {
+            Some(safe) => {
+                raw_owned = safe;
+                raw_owned.as_str()
+            }
+            None => raw,
+        },
         None => {
             raw_owned = serde_json::to_string(raw).expect("string");
             raw_owned.as_str()
@@ -249,9 +255,75 @@ pub fn async_id(defs: &Defs, track: TrackId) -> Vec<u8> {
     out
 }
 
+/// The largest integer a JavaScript number (catapult) holds exactly: larger ids are written as
+/// `0x` hex strings, which catapult compares as text and Perfetto parses as hex.
+pub const MAX_SAFE_ID: u64 = (1 << 53) - 1;
+
+/// Appends an id as a number where viewers read it exactly, else as its `0x` hex string.
+pub fn push_id(out: &mut Vec<u8>, id: u64) {
+    if id <= MAX_SAFE_ID {
+        push_int(out, id);
+    } else {
+        push_str(out, &format!("0x{id:x}"));
+    }
+}
+
+/// The id a viewer reads exactly in place of an integer id it would not: catapult holds ids as
+/// doubles (exact to 2^53) and Perfetto's JSON parser rejects an integer `id` beyond `i64`
+/// (rocprofv3's async track uuids are such). One in `u64` becomes the `0x` hex string both read
+/// as that number and tracex's importer reads back as the integer; one beyond `u64` and `i64`,
+/// its decimal text as a string. A negative `i64` stays: Perfetto reads it exactly. `None`: keep
+/// `raw` as it is.
+pub fn viewer_safe_int(raw: &str) -> Option<String> {
+    let digits = raw.strip_prefix('-').unwrap_or(raw);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None; // a string, a float or an exponent: not an integer literal
+    }
+    if let Ok(n) = raw.parse::<u64>() {
+        if n <= MAX_SAFE_ID {
+            return None;
+        }
+        let mut out = Vec::new();
+        push_id(&mut out, n);
+        return Some(String::from_utf8(out).expect("ascii"));
+    }
+    match raw.parse::<i64>() {
+        Ok(_) => None,
+        Err(_) => Some(serde_json::to_string(raw).expect("string")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Integer ids a double holds exactly stay numbers; larger ones become strings viewers read.
+    #[test]
+    fn ids_beyond_2_53_become_strings() {
+        assert_eq!(viewer_safe_int("9007199254740991"), None);
+        assert_eq!(viewer_safe_int("-9007199254740991"), None);
+        assert_eq!(viewer_safe_int("0"), None);
+        assert_eq!(
+            viewer_safe_int("9007199254740992").as_deref(),
+            Some("\"0x20000000000000\"")
+        );
+        assert_eq!(
+            viewer_safe_int("10771294206341709049").as_deref(),
+            Some("\"0x957b53030c387cf9\"")
+        );
+        assert_eq!(viewer_safe_int("-9007199254740993"), None);
+        assert_eq!(
+            viewer_safe_int("-9223372036854775809").as_deref(),
+            Some("\"-9223372036854775809\"")
+        );
+        assert_eq!(
+            viewer_safe_int("18446744073709551616").as_deref(),
+            Some("\"18446744073709551616\"")
+        );
+        for kept in ["\"12\"", "1.5", "1e30", "-", "true"] {
+            assert_eq!(viewer_safe_int(kept), None, "{kept}");
+        }
+    }
 
     #[test]
     fn escapes() {

@@ -31,7 +31,7 @@ use events::Events;
 pub use events::META_KEY;
 use ids::Ids;
 pub use ids::SYNTHETIC_BASE;
-use json::{async_id, meta_args, push_int, push_str, write_args, write_value, Text};
+use json::{async_id, meta_args, push_id, push_int, push_str, write_args, write_value, Text};
 use out::Out;
 
 /// Name and category written on flow points that have none (catapult drops a flow without a
@@ -47,9 +47,6 @@ pub const TIME_SHIFT_KEY: &str = "tracexTimeShiftNs";
 /// Top-level key for a `systemTraceEvents` that is not the string the format defines (Fuchsia
 /// writes an object, which Perfetto refuses): kept here, where viewers ignore it.
 pub const SYSTEM_EVENTS_OBJECT_KEY: &str = "tracexSystemTraceEvents";
-/// The largest integer a JavaScript number (catapult) holds exactly: larger flow ids are
-/// written as `0x` hex strings, which catapult compares as text and Perfetto parses as hex.
-const MAX_SAFE_ID: u64 = (1 << 53) - 1;
 
 /// The identity of a name tracex made up: the importer does not take it as a name.
 const UNNAMED: &[u8] = b"{\"unnamed\":true}";
@@ -435,12 +432,7 @@ impl Exporter {
         self.ev.head(defs, ph, (Some(name), Some(cat)), ids, f.ts);
         let b = &mut self.ev.buf;
         b.extend_from_slice(b",\"id\":");
-        if f.id.0 <= MAX_SAFE_ID {
-            push_int(b, f.id.0);
-        } else {
-            // beyond what a JavaScript number holds exactly: as the hex string viewers read
-            push_str(b, &format!("0x{:x}", f.id.0));
-        }
+        push_id(b, f.id.0);
         if f.role == FlowRole::End && f.bind == FlowBind::Enclosing {
             b.extend_from_slice(b",\"bp\":\"e\"");
         }

@@ -97,7 +97,10 @@ pub fn scoped_id<'a>(
     id2: Option<Raw<'a>>,
 ) -> Cow<'a, str> {
     if let (None, None, Some(id)) = (scope, id2, id) {
-        return Cow::Borrowed(id.get());
+        return match written_big_id(id.get()) {
+            Some(n) => Cow::Owned(n.to_string()),
+            None => Cow::Borrowed(id.get()),
+        };
     }
     let mut s = String::new();
     if let Some(sc) = scope {
@@ -107,15 +110,16 @@ pub fn scoped_id<'a>(
     }
     if let Some(id2) = id2 {
         if let Ok(obj) = serde_json::from_str::<FxHashMap<String, Box<RawValue>>>(id2.get()) {
-            if let Some(v) = obj.get("local") {
-                s.push_str("local:");
-                s.push_str(v.get());
-                return Cow::Owned(s);
-            }
-            if let Some(v) = obj.get("global") {
-                s.push_str("global:");
-                s.push_str(v.get());
-                return Cow::Owned(s);
+            for field in ["local", "global"] {
+                if let Some(v) = obj.get(field) {
+                    s.push_str(field);
+                    s.push(':');
+                    match written_big_id(v.get()) {
+                        Some(n) => s.push_str(&n.to_string()),
+                        None => s.push_str(v.get()),
+                    }
+                    return Cow::Owned(s);
+                }
             }
         }
         s.push_str("id2:");
@@ -123,9 +127,23 @@ pub fn scoped_id<'a>(
         return Cow::Owned(s);
     }
     if let Some(id) = id {
-        s.push_str(id.get());
+        match written_big_id(id.get()) {
+            Some(n) => s.push_str(&n.to_string()),
+            None => s.push_str(id.get()),
+        }
     }
     Cow::Owned(s)
+}
+
+/// The integer of an id as tracex's exporter writes one a double does not hold exactly (beyond
+/// 2^53, as a `"0x…"` string in lowercase without leading zeros), so that it reads back as the
+/// integer it was written for and the round trip is exact.
+fn written_big_id(json: &str) -> Option<u64> {
+    let hex = json.strip_prefix("\"0x")?.strip_suffix('"')?;
+    let plain =
+        !hex.starts_with('0') && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let n = u64::from_str_radix(hex, 16).ok().filter(|_| plain)?;
+    (n >= 1 << 53).then_some(n)
 }
 
 /// Where a `thread_name`-like metadata record applies.
@@ -463,7 +481,28 @@ impl Identities {
 
 #[cfg(test)]
 mod tests {
-    use super::same;
+    use super::{same, written_big_id};
+
+    /// Only the exact text the exporter writes for an id beyond 2^53 reads as that integer:
+    /// other strings stay labels of their own, as catapult compares them as text.
+    #[test]
+    fn big_ids_read_back_from_the_exporters_text_only() {
+        assert_eq!(
+            written_big_id("\"0x957b53030c387cf9\""),
+            Some(10771294206341709049)
+        );
+        assert_eq!(written_big_id("\"0x20000000000000\""), Some(1 << 53));
+        for other in [
+            "\"0x1fffffffffffff\"",    // below 2^53: written as a number
+            "\"0x0957b53030c387cf9\"", // a leading zero
+            "\"0x957B53030C387CF9\"",  // upper case
+            "\"0x1957b53030c387cf9\"", // beyond u64
+            "10771294206341709049",
+            "\"10771294206341709049\"",
+        ] {
+            assert_eq!(written_big_id(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn ids_are_the_same_exactly_when_their_texts_are() {
