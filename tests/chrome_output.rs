@@ -199,6 +199,39 @@ fn async_and_flow_ids_beyond_2_53_are_written_as_strings() {
     assert_eq!(dump(&input), dump(&rt));
 }
 
+/// Chrome flow events bind only to a thread's slices: a flow point on an async track is
+/// written on the process's main thread and counted, not passed over in silence.
+#[test]
+fn a_flow_point_on_an_async_track_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "async-flow.json",
+        r#"{"traceEvents":[
+{"ph":"b","name":"copy","cat":"c","id":"0x1","pid":1,"tid":1,"ts":0,"bind_id":"0x7","flow_out":true},
+{"ph":"e","name":"copy","cat":"c","id":"0x1","pid":1,"tid":1,"ts":5},
+{"ph":"X","name":"kernel","pid":1,"tid":2,"ts":6,"dur":5,"bind_id":"0x7","flow_in":true},
+{"ph":"X","name":"launch","pid":1,"tid":2,"ts":20,"dur":5,"bind_id":"0x8","flow_out":true},
+{"ph":"X","name":"kernel","pid":1,"tid":3,"ts":30,"dur":5,"bind_id":"0x8","flow_in":true}
+]}"#,
+    );
+    let out = dir.path().join("out.json");
+    let run = tracex_loud()
+        .args(["convert", input.to_str().unwrap(), out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    // the start on the async slice, not the end on a thread, nor the thread-to-thread flow
+    assert!(
+        stderr.contains("chrome_export_flow_off_thread ×1 "),
+        "{stderr}"
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(ph(&v, "s").len(), 2);
+    assert_eq!(ph(&v, "f").len(), 2);
+}
+
 #[test]
 fn merged_inputs_with_the_same_flow_ids_are_renumbered_and_counted() {
     let dir = tempfile::tempdir().unwrap();

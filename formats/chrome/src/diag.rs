@@ -69,4 +69,6 @@ tracex_ir::kinds! {
         "a sample without a time (from folded stacks) was written with ts 0: Chrome samples need a time";
     EXPORT_NON_FINITE = "chrome_export_non_finite", Warning,
         "a NaN or infinite number cannot be written in JSON; it was written as null";
+    EXPORT_FLOW_OFF_THREAD = "chrome_export_flow_off_thread", Warning,
+        "a flow point on an async or process track was written on its process's main thread (tid = pid): viewers bind flow events (s/t/f) only to a thread's slices, so catapult and Perfetto bind it to the slice of that thread at its time, if any, not to the async slice";
 }

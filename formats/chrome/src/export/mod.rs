@@ -402,8 +402,16 @@ impl Exporter {
         });
     }
 
-    fn flow(&mut self, defs: &Defs, f: &FlowPoint) {
+    fn flow(&mut self, defs: &Defs, diag: &mut Diagnostics, f: &FlowPoint) {
         let ids = self.ids.ids(defs, &mut self.ev, f.track);
+        let on_thread = matches!(
+            defs.track(defs.root_track(f.track)).kind,
+            TrackKind::Thread(_) | TrackKind::GpuStream { .. }
+        );
+        if !on_thread {
+            // catapult and Perfetto bind `s`/`t`/`f` to the slices of the thread (pid, tid) only
+            diag.record(&d::EXPORT_FLOW_OFF_THREAD, Location::Event(self.ev.count));
+        }
         let ph = match f.role {
             FlowRole::Start => "s",
             FlowRole::Step => "t",
@@ -686,7 +694,7 @@ impl Sink for Exporter {
             Event::Slice(s) => self.slice(defs, diag, s),
             Event::Instant(i) => self.instant(defs, diag, i),
             Event::Counter(c) => self.counter(defs, diag, c.counter, c.ts, c.value),
-            Event::Flow(f) => self.flow(defs, f),
+            Event::Flow(f) => self.flow(defs, diag, f),
             Event::Sample(s) => self.sample(defs, diag, s)?,
         }
         self.flush_buf()
