@@ -199,6 +199,56 @@ fn async_and_flow_ids_beyond_2_53_are_written_as_strings() {
     assert_eq!(dump(&input), dump(&rt));
 }
 
+/// Trace processor counts a name record with `"name":""` as a parser failure (the threads of
+/// Chrome's own `.pftrace` have such names): an empty name rides in the identity record
+/// instead, and is read back from there.
+#[test]
+fn empty_names_are_not_written_as_args_name_and_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "empty-names.json",
+        r#"{"traceEvents":[
+{"ph":"M","name":"process_name","pid":1,"args":{"name":""}},
+{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":""}},
+{"ph":"M","name":"thread_name","pid":1,"tid":"worker","args":{"name":""}},
+{"ph":"M","name":"thread_name","pid":1,"tid":3,"args":{"name":"main"}},
+{"ph":"X","name":"a","pid":1,"tid":1,"ts":0,"dur":5},
+{"ph":"X","name":"b","pid":1,"tid":"worker","ts":1,"dur":2},
+{"ph":"X","name":"c","pid":1,"tid":3,"ts":2,"dur":2}
+]}"#,
+    );
+    let out = convert(&input, &[]);
+    let names = ph(&out, "M");
+    let named: Vec<&Value> = names
+        .into_iter()
+        .filter(|e| e["name"] == "thread_name" || e["name"] == "process_name")
+        .collect();
+    // the two threads, the process, and "main"
+    assert_eq!(named.len(), 4, "{named:?}");
+    for e in &named {
+        assert_ne!(e["args"].get("name"), Some(&Value::from("")), "{e}");
+    }
+    let empty: Vec<&Value> = named
+        .iter()
+        .filter(|e| e["args"]["tracex_identity"]["name"] == "")
+        .copied()
+        .collect();
+    assert_eq!(empty.len(), 3, "{named:?}");
+    // the string tid's identity keeps its label beside the empty name
+    assert!(
+        empty
+            .iter()
+            .any(|e| e["args"]["tracex_identity"]["label"] == "worker"),
+        "{empty:?}"
+    );
+    let rt = dir.path().join("rt.json");
+    std::fs::write(&rt, serde_json::to_vec(&out).unwrap()).unwrap();
+    let back = dump(&rt);
+    assert_eq!(dump(&input), back);
+    assert_eq!(back.matches("name=\"\"").count(), 3, "{back}");
+}
+
 /// Chrome flow events bind only to a thread's slices: a flow point on an async track is
 /// written on the process's main thread and counted, not passed over in silence.
 #[test]

@@ -109,6 +109,10 @@ impl Events {
 
     /// A name record that also carries metadata records of names viewers do not know
     /// (`meta`: a JSON object of them), which catapult warns about and TraceLens cannot read.
+    ///
+    /// An empty name is not written as `args.name`: trace processor counts `"name":""` as a
+    /// parser failure. It rides in the identity record instead (`"name":""`), which the importer
+    /// reads back, and viewers show the thread or process as they would an unnamed one.
     pub fn name_with(
         &mut self,
         pid: i64,
@@ -117,11 +121,22 @@ impl Events {
         identity: Option<&[u8]>,
         meta: Option<&[u8]>,
     ) {
-        let mut a = b"{\"name\":".to_vec();
-        push_str(&mut a, name);
+        let mut a = b"{".to_vec();
+        let with_name;
+        let identity = if name.is_empty() {
+            with_name = with_empty_name(identity);
+            Some(with_name.as_slice())
+        } else {
+            a.extend_from_slice(b"\"name\":");
+            push_str(&mut a, name);
+            identity
+        };
         for (key, v) in [(crate::import::IDENTITY, identity), (META_KEY, meta)] {
             if let Some(v) = v {
-                a.extend_from_slice(b",\"");
+                if a.len() > 1 {
+                    a.push(b',');
+                }
+                a.push(b'"');
                 a.extend_from_slice(key.as_bytes());
                 a.extend_from_slice(b"\":");
                 a.extend_from_slice(v);
@@ -135,4 +150,21 @@ impl Events {
         };
         self.meta(kind, pid, tid, &a);
     }
+}
+
+/// An identity object (`{...}`, or none) with `"name":""` added: the empty name of its record.
+fn with_empty_name(identity: Option<&[u8]>) -> Vec<u8> {
+    const EMPTY_NAME: &[u8] = b"\"name\":\"\"";
+    let mut v = identity.unwrap_or(b"{}").to_vec();
+    // the writers' identity objects end with `}`, with nothing after it
+    let end = v.len().saturating_sub(1);
+    let inner_empty = v[..end]
+        .iter()
+        .all(|&c| c == b'{' || c.is_ascii_whitespace());
+    if !inner_empty {
+        v.insert(end, b',');
+    }
+    let end = v.len() - 1;
+    v.splice(end..end, EMPTY_NAME.iter().copied());
+    v
 }

@@ -31,6 +31,7 @@ use events::Events;
 pub use events::META_KEY;
 use ids::Ids;
 pub use ids::SYNTHETIC_BASE;
+pub use json::MAX_SAFE_ID;
 use json::{async_id, meta_args, push_id, push_int, push_str, write_args, write_value, Text};
 use out::Out;
 

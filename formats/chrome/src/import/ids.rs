@@ -114,10 +114,7 @@ pub fn scoped_id<'a>(
                 if let Some(v) = obj.get(field) {
                     s.push_str(field);
                     s.push(':');
-                    match written_big_id(v.get()) {
-                        Some(n) => s.push_str(&n.to_string()),
-                        None => s.push_str(v.get()),
-                    }
+                    push_id(&mut s, v.get());
                     return Cow::Owned(s);
                 }
             }
@@ -127,12 +124,17 @@ pub fn scoped_id<'a>(
         return Cow::Owned(s);
     }
     if let Some(id) = id {
-        match written_big_id(id.get()) {
-            Some(n) => s.push_str(&n.to_string()),
-            None => s.push_str(id.get()),
-        }
+        push_id(&mut s, id.get());
     }
     Cow::Owned(s)
+}
+
+/// Appends an id's JSON text to a label: the integer where the exporter wrote one as a string.
+fn push_id(s: &mut String, json: &str) {
+    match written_big_id(json) {
+        Some(n) => s.push_str(&n.to_string()),
+        None => s.push_str(json),
+    }
 }
 
 /// The integer of an id as tracex's exporter writes one a double does not hold exactly (beyond
@@ -143,7 +145,7 @@ fn written_big_id(json: &str) -> Option<u64> {
     let plain =
         !hex.starts_with('0') && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     let n = u64::from_str_radix(hex, 16).ok().filter(|_| plain)?;
-    (n >= 1 << 53).then_some(n)
+    (n > crate::export::MAX_SAFE_ID).then_some(n)
 }
 
 /// Where a `thread_name`-like metadata record applies.
@@ -224,6 +226,13 @@ fn same(a: &str, b: &str) -> bool {
             8..=16 => word(a, 0) == word(b, 0) && word(a, a.len() - 8) == word(b, b.len() - 8),
             _ => a == b,
         }
+}
+
+/// The name an identity object carries (`"name"`): an empty name, which the exporter cannot
+/// write as `args.name`.
+pub fn identity_name(identity: &str) -> Option<String> {
+    let v = serde_json::from_str::<serde_json::Value>(identity).ok()?;
+    Some(v.get("name")?.as_str()?.to_owned())
 }
 
 /// Where a `tracex_identity` object was found.

@@ -679,6 +679,11 @@ impl Importer {
         };
         let str_field =
             |k: &str| field(k).and_then(|v| serde_json::from_str::<String>(v.get()).ok());
+        // an empty name rides in the identity record (see the exporter's `name_with`)
+        let name_field = || {
+            str_field("name")
+                .or_else(|| field(ids::IDENTITY).and_then(|v| ids::identity_name(v.get())))
+        };
         let int_field = |k: &str| {
             field(k).and_then(|v| {
                 parse_i64(v.get()).or_else(|| v.get().parse::<f64>().ok().map(|f| f as i64))
@@ -721,7 +726,7 @@ impl Importer {
         match name {
             "process_name" => {
                 let p = self.ids.process(ctx.defs, ctx.diag, e.pid, self.index);
-                match str_field("name") {
+                match name_field() {
                     Some(_) if made_up => {}
                     Some(n) if !self.ids.is_unnamed_process(p) => {
                         let n = ctx.defs.intern(&n);
@@ -732,7 +737,7 @@ impl Importer {
                 }
             }
             "thread_name" => {
-                let Some(n) = str_field("name") else {
+                let Some(n) = name_field() else {
                     self.note(ctx, &d::METADATA_WITHOUT_ARGS);
                     return Ok(());
                 };
