@@ -18,6 +18,9 @@ pub struct Loaded {
     pub stats: Vec<(String, String, i64)>,
     /// The trace did not load at all (query.sh exit 2), with its output.
     pub failed: Option<String>,
+    /// Flows by the names of the slices at their two ends (`out -> in`): where a viewer draws
+    /// the arrows, which equal counts alone do not show.
+    pub flow_ends: BTreeMap<String, i64>,
 }
 
 impl Loaded {
@@ -81,7 +84,14 @@ pub fn find() -> Result<PathBuf, String> {
     Ok(script)
 }
 
-/// Loads `file` with `query.sh`.
+/// Flows counted by the names of their end slices, one `"flow_end",n,"out -> in"` row each.
+/// (Line breaks in names become spaces: a row is one line.)
+const FLOW_ENDS_SQL: &str = "select 'flow_end', count(*), \
+    replace(ifnull(o.name, '?') || ' -> ' || ifnull(i.name, '?'), char(10), ' ') \
+    from flow f join slice o on f.slice_out = o.id join slice i on f.slice_in = i.id \
+    group by 3 order by 3";
+
+/// Loads `file` with `query.sh`, then asks for its flows' ends.
 pub fn load(script: &Path, file: &Path) -> Loaded {
     let out = Command::new("bash")
         .arg(script)
@@ -89,7 +99,27 @@ pub fn load(script: &Path, file: &Path) -> Loaded {
         .output()
         .expect("run query.sh");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    parse(&text, out.status.code())
+    let mut loaded = parse(&text, out.status.code());
+    if loaded.failed.is_none() {
+        loaded.flow_ends = flow_ends(file);
+    }
+    loaded
+}
+
+/// [`FLOW_ENDS_SQL`] on `file`, from trace processor's standard output alone: query.sh mixes
+/// the shell's log lines into its rows, which can cut a row of long names.
+fn flow_ends(file: &Path) -> BTreeMap<String, i64> {
+    let dir = tempfile::tempdir().unwrap();
+    let q = dir.path().join("q.sql");
+    std::fs::write(&q, FLOW_ENDS_SQL).unwrap();
+    let shell = shell().expect("query.sh found trace_processor_shell");
+    let out = Command::new(shell)
+        .arg("--query-file")
+        .arg(&q)
+        .arg(file)
+        .output()
+        .expect("run trace_processor_shell");
+    parse(&String::from_utf8_lossy(&out.stdout), out.status.code()).flow_ends
 }
 
 fn unquote(s: &str) -> &str {
@@ -104,6 +134,15 @@ pub fn parse(text: &str, code: Option<i32>) -> Loaded {
         return l;
     }
     for line in text.lines() {
+        // a flow-end row holds names, which may hold commas: they come last, in one cell
+        if let Some(row) = line.strip_prefix("\"flow_end\",") {
+            if let Some((n, ends)) = row.split_once(',') {
+                if let Ok(n) = n.parse::<i64>() {
+                    l.flow_ends.insert(unquote(ends).to_string(), n);
+                }
+            }
+            continue;
+        }
         let f: Vec<&str> = line.split(',').collect();
         match f.len() {
             2 => {
@@ -204,4 +243,17 @@ fn parses_query_output() {
         l.losses(),
         vec!["trace_sorter_negative_timestamp_dropped=2 (data_loss)".to_string()]
     );
+}
+
+#[test]
+fn parses_flow_end_rows_with_commas_in_names() {
+    let text = "\"'flow_end'\",\"count(*)\",\"e\"\n\"flow_end\",3,\"launch -> kernel<4, float>(int, float)\"\n\"flow_end\",1,\"a -> b\"\n";
+    let l = parse(text, Some(0));
+    assert_eq!(
+        l.flow_ends.get("launch -> kernel<4, float>(int, float)"),
+        Some(&3)
+    );
+    assert_eq!(l.flow_ends.get("a -> b"), Some(&1));
+    assert_eq!(l.flow_ends.len(), 2);
+    assert!(l.counts.is_empty(), "{:?}", l.counts);
 }
