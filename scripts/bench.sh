@@ -53,6 +53,23 @@ versus() {
 
 size() { stat -c %s "$1"; }
 
+# The machine's speed now: a fixed single-thread Python loop (CPU seconds), alone and as two
+# copies at once. Cloud machines of the same kind differ by a third or more from hour to hour
+# (stop 33 saw 2.4-3.1 s alone); figures are comparable where these lines are.
+calibrate() {
+  local loop='import time
+t = time.process_time()
+s = 0
+for i in range(20_000_000): s += i
+print(f"{time.process_time() - t:.2f}")'
+  local one two
+  one=$(python3 -c "$loop")
+  two=$( (python3 -c "$loop" & python3 -c "$loop"; wait) | tr '\n' ' ')
+  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//');" \
+    "reference loop ${one} s alone, ${two}s as two copies"
+}
+calibrate
+
 # fresh PATH...: removes the outputs of an earlier job or run before a job writes them again.
 # Replacing a file of 1 GB made the job pay for freeing it (ext4 truncates the old file's pages
 # and, on a rename over an existing file, writes the new one back at once: 0.3-1 s of one core).
