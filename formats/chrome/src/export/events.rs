@@ -154,17 +154,26 @@ impl Events {
 
 /// An identity object (`{...}`, or none) with `"name":""` added: the empty name of its record.
 fn with_empty_name(identity: Option<&[u8]>) -> Vec<u8> {
-    const EMPTY_NAME: &[u8] = b"\"name\":\"\"";
-    let mut v = identity.unwrap_or(b"{}").to_vec();
-    // the writers' identity objects end with `}`, with nothing after it
-    let end = v.len().saturating_sub(1);
-    let inner_empty = v[..end]
-        .iter()
-        .all(|&c| c == b'{' || c.is_ascii_whitespace());
-    if !inner_empty {
-        v.insert(end, b',');
+    const ALONE: &[u8] = b"{\"name\":\"\"}";
+    // the writers' identity objects are `{...}` with nothing around them
+    match identity.and_then(|i| i.strip_suffix(b"}")) {
+        Some(open) if open != b"{" => [open, b",", &ALONE[1..]].concat(),
+        _ => ALONE.to_vec(),
     }
-    let end = v.len() - 1;
-    v.splice(end..end, EMPTY_NAME.iter().copied());
-    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_empty_name;
+
+    #[test]
+    fn the_empty_name_joins_the_identity() {
+        let empty = br#"{"name":""}"#.to_vec();
+        assert_eq!(with_empty_name(None), empty);
+        assert_eq!(with_empty_name(Some(b"{}")), empty);
+        assert_eq!(
+            with_empty_name(Some(br#"{"tid":null,"label":"worker"}"#)),
+            br#"{"tid":null,"label":"worker","name":""}"#.to_vec()
+        );
+    }
 }
