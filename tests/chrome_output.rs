@@ -249,6 +249,36 @@ fn empty_names_are_not_written_as_args_name_and_come_back() {
     assert_eq!(back.matches("name=\"\"").count(), 3, "{back}");
 }
 
+/// Catapult drops nestable async events (`b`, `e`, `n`) that have no `cat`: tracex writes an
+/// empty one for slices and instants without a category, and reads it back as none.
+#[test]
+fn nestable_async_events_always_have_a_category() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "async-no-cat.json",
+        r#"{"traceEvents":[
+{"ph":"b","name":"load","id":"0x1","pid":1,"tid":1,"ts":0},
+{"ph":"n","name":"step","id":"0x1","pid":1,"tid":1,"ts":2},
+{"ph":"e","name":"load","id":"0x1","pid":1,"tid":1,"ts":5},
+{"ph":"b","name":"io","cat":"disk","id":"0x2","pid":1,"tid":1,"ts":1},
+{"ph":"e","name":"io","cat":"disk","id":"0x2","pid":1,"tid":1,"ts":3}
+]}"#,
+    );
+    let out = convert(&input, &[]);
+    let nestable: Vec<&Value> = ["b", "e", "n"].iter().flat_map(|p| ph(&out, p)).collect();
+    assert_eq!(nestable.len(), 5, "{out}");
+    for e in &nestable {
+        let want = if e["name"] == "io" { "disk" } else { "" };
+        assert_eq!(e["cat"], want, "{e}");
+    }
+    let rt = dir.path().join("rt.json");
+    std::fs::write(&rt, serde_json::to_vec(&out).unwrap()).unwrap();
+    let back = dump(&rt);
+    assert_eq!(dump(&input), back);
+    assert!(!back.contains("cat=\"\""), "{back}");
+}
+
 /// Chrome flow events bind only to a thread's slices: a flow point on an async track is
 /// written on the process's main thread and counted, not passed over in silence.
 #[test]

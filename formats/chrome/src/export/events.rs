@@ -67,6 +67,9 @@ impl Events {
             b.extend_from_slice(b",\"name\":");
             n.push(b, &mut self.lits, defs);
         }
+        // Catapult drops nestable async events without a `cat`; the importer reads "" there
+        // back as none
+        let cat = cat.or((matches!(ph, "b" | "e" | "n")).then_some(Text::Str("")));
         if let Some(c) = cat {
             b.extend_from_slice(b",\"cat\":");
             c.push(b, &mut self.lits, defs);

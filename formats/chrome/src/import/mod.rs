@@ -211,6 +211,14 @@ impl Importer {
         t.as_ref().map(|t| ctx.defs.intern(t.as_str()))
     }
 
+    /// The event's category. On nestable async events (`b`, `e`, `n`) an empty one is none:
+    /// Catapult requires a `cat` there, so the exporter writes `""` for events without one.
+    fn category(ctx: &mut ImportCtx, e: &RawEvent<'_>) -> Option<StrId> {
+        let cat = Self::intern_opt(ctx, &e.cat);
+        let nestable = matches!(text(&e.ph), Some("b" | "e" | "n"));
+        cat.filter(|&c| !(nestable && c == StrId::EMPTY))
+    }
+
     fn event(&mut self, ctx: &mut ImportCtx, e: &RawEvent<'_>) -> Result<()> {
         if e.fields == 0 {
             self.note(ctx, &d::EMPTY_EVENT);
@@ -397,7 +405,7 @@ impl Importer {
     ) -> Result<Slice> {
         let name = ctx.defs.intern(text(&e.name).unwrap_or(""));
         let mut s = Slice::new(track, ts, 0, name);
-        s.cat = Self::intern_opt(ctx, &e.cat);
+        s.cat = Self::category(ctx, e);
         s.color = Self::intern_opt(ctx, &e.cname);
         s.thread_ts = self.opt_time(ctx, e.tts);
         s.args = self.args(ctx, e);
@@ -515,7 +523,7 @@ impl Importer {
             track,
             ts,
             name,
-            cat: Self::intern_opt(ctx, &e.cat),
+            cat: Self::category(ctx, e),
             args: self.args(ctx, e),
             stack: self.stack_of(ctx, e),
             color: Self::intern_opt(ctx, &e.cname),
