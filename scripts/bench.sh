@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Converts generated large traces and prints throughput and peak RSS for each conversion.
-# Usage: scripts/bench.sh [section...]   (sections: chrome otf2 merge nsys perfetto series; default: all)
+# Usage: scripts/bench.sh [section...]   (sections: chrome otf2 merge nsys perfetto android series;
+# default: all)
 # perfetto: set TRACEX_NSYS_PERFETTER=/path/to/nsys-perfetter (a checkout, not part of tracex) to
 # also time it on the same export.
 # merge: set TRACEX_REFERENCE_MERGE=/path/to/merge_gpu_cpu_trace.py to also time the reference
@@ -24,7 +25,7 @@ gen=target/release/tracex-gen
 out=bench-out
 mkdir -p "$out"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge nsys perfetto series)
+[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge nsys perfetto android series)
 
 # measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, CPU time,
 # MB/s and peak RSS; leaves wall and CPU seconds in $last_wall and $last_cpu.
@@ -202,6 +203,25 @@ for s in "${sections[@]}"; do
         measure "nsys-perfetter (reference)" "$(size "$f")" \
           sh -c "cd '$TRACEX_NSYS_PERFETTER' && python3 -m lib.nsys_perfetter --nsys-report '$PWD/$f' --output '$PWD/$out/nsys-1m.perfetter.pftrace'" \
           || echo "nsys-perfetter failed on this export"
+      fi
+      ;;
+    android)
+      # An Android system trace: 2M atrace markers (ftrace print events in per-CPU bundles out
+      # of time order), a process tree, 16 GPU counters; trace processor's import of the same
+      # file as a reference when it is on the machine (TRACE_PROCESSOR_SHELL or PATH)
+      f=$out/android-2m.pftrace
+      [ -f "$f" ] || "$gen" android --markers 2000000 --out "$f"
+      echo "== android: $(size "$f") bytes, 2M atrace markers + GPU counters"
+      measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
+      fresh "$out/android-2m.json"
+      measure "android -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/android-2m.json"
+      fresh "$out/android-2m.out.pftrace"
+      measure "android -> pftrace" "$(size "$f")" "$bin" -q convert -f "$f" "$out/android-2m.out.pftrace"
+      tp=${TRACE_PROCESSOR_SHELL:-$(command -v trace_processor_shell || true)}
+      if [ -n "$tp" ]; then
+        echo "select count(*) from slice;" >"$out/count.sql"
+        versus "trace_processor_shell (import + a count)" "$(size "$f")" \
+          sh -c '"$0" -q "$1" "$2" 2>/dev/null' "$tp" "$out/count.sql" "$f"
       fi
       ;;
     series)

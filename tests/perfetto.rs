@@ -33,6 +33,7 @@ const OWN: &[&str] = &[
     "legacy_chrome.pftrace",
     "groups_and_samples.pftrace",
     "truncated.pftrace",
+    "android_system.pftrace",
 ];
 
 #[test]
@@ -83,11 +84,34 @@ fn own_fixtures_mean_what_they_should() {
         d.contains("diag perfetto_packet_skipped_invalid_state count=1"),
         "{d}"
     );
-    assert!(
-        d.contains("detail=\"ftrace_events 1, process_tree 1\""),
-        "{d}"
-    );
+    assert!(d.contains("detail=\"process_stats 1, sys_stats 1\""), "{d}");
     assert!(d.contains("diag perfetto_unknown_track count=1"), "{d}");
+
+    // atrace markers as trace processor reads them, whatever order the CPUs' bundles come in
+    let d = dump_with_diagnostics(&own("android_system.pftrace"));
+    for line in [
+        "process P2 host pid=100 name=\"com.example.app\"",
+        "thread T1 P2 tid=101 name=\"RenderThread\"",
+        // the render thread's end was read (CPU 1) before its begin (CPU 0)
+        "K4 slice ts=1400 dur=1600 name=\"DrawFrame\"",
+        "K3 slice ts=1100 dur=100 name=\"inflate|layout\"",
+        // async slices pair by cookie; the second begin of cookie 7 is ignored
+        "K2 slice ts=1500 dur=1600 name=\"load\" args={\"cookie\":7}",
+        "K2 slice ts=1550 dur=750 name=\"load\" args={\"cookie\":8}",
+        "C3 value ts=1700 value=0",
+        // a backwards-looking GPU counter's value belongs to the previous sample's time
+        "C1 value ts=1000 value=20",
+        "C1 value ts=3000 value=0",
+        "C0 value ts=1000 value=1.5",
+        "counter C0 P0 name=\"Bytes read\" unit=\"B/s\"",
+        "counter C2 P1 name=\"Shader cycles\"",
+        "C2 value ts=2500 value=9",
+        "diag perfetto_atrace_unparsed count=1",
+        "diag perfetto_ftrace_unmapped count=1 first=byte 57 detail=\"ftrace sched_switch 1\"",
+        "diag perfetto_gpu_counter_undescribed count=3",
+    ] {
+        assert!(d.contains(line), "{line} not in\n{d}");
+    }
 
     let d = dump_with_diagnostics(&own("truncated.pftrace"));
     assert!(d.contains("diag perfetto_truncated count=1"), "{d}");
@@ -701,11 +725,10 @@ const TP_COMPARED: &[&str] = &["slices", "instants", "flows", "counter_values"];
 const TP_SHOWN: &[&str] = &["processes", "threads", "counter_tracks", "tracks"];
 
 /// Inputs whose `.pftrace` trace processor reads differently from the input, and why. The
-/// first two are losses tracex lists (`perfetto_packet_unmapped`); in the others trace
+/// first is a loss tracex lists (`perfetto_packet_unmapped`); in the others trace
 /// processor reads the input differently from what tracex keeps of it.
 const TP_KNOWN: &[(&str, &str)] = &[
-    ("androidGpu.pftrace", "GPU counter packets are not mapped (perfetto_packet_unmapped)"),
-    ("nowinandroid-trace.perfetto-trace", "ftrace/atrace packets are not mapped (perfetto_packet_unmapped)"),
+    ("nowinandroid-trace.perfetto-trace", "Android's frame timeline packets (field 76) are not mapped (perfetto_packet_unmapped); its atrace slices are"),
     ("catapult-tcmalloc_trace.json", "the 13 object snapshots (O) are instants in the IR; trace processor's JSON importer drops the O phase"),
     ("speedscope-Trace-20230603T221323.json", "the object created (N) and never destroyed is an async slice kept open to the end of the trace, its two snapshots (O) instants; trace processor's JSON importer drops the N/O/D phases"),
     ("fixtures/chrome/equal_timestamps.json", "trace processor's JSON importer leaves the zero-length B/E pair at 150 us open (dur -1, counted as a slice); tracex closes it as the JSON says (dur 0), which trace processor counts as an instant"),

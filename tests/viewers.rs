@@ -431,14 +431,10 @@ fn moved_flows(
 /// Less in the output than Perfetto builds from a Perfetto protobuf input, each loss counted in
 /// the named tracex diagnostic: (case, count, diagnostic).
 const COUNTED_PERFETTO_LOSSES: &[(&str, &str, &str)] = &[
-    // Android system traces: ftrace, process-tree and GPU-counter packets are not mapped
-    ("androidGpu", "slices", "perfetto_packet_unmapped"),
-    ("androidGpu", "counter_values", "perfetto_packet_unmapped"),
-    ("androidGpu", "instants", "perfetto_packet_unmapped"),
+    // Android's frame timeline packets (field 76: expected and actual frame slices and the
+    // flows between them) are not mapped; its atrace slices are
     ("nowinandroid", "slices", "perfetto_packet_unmapped"),
     ("nowinandroid", "flows", "perfetto_packet_unmapped"),
-    ("nowinandroid", "counter_values", "perfetto_packet_unmapped"),
-    ("nowinandroid", "instants", "perfetto_packet_unmapped"),
     ("nowinandroid", "flow_ends", "perfetto_packet_unmapped"),
     // flow points on async tracks are written on the process's main thread (flow v1 binds to
     // thread slices only), where they bind to the slice that encloses them there

@@ -4,7 +4,11 @@
 //! be installed.
 
 fn main() {
-    let files = ["proto/trackevent.proto", "proto/tracex.proto"];
+    let files = [
+        "proto/trackevent.proto",
+        "proto/android.proto",
+        "proto/tracex.proto",
+    ];
     for f in files {
         println!("cargo:rerun-if-changed={f}");
     }
@@ -15,6 +19,9 @@ fn main() {
         .boxed(".perfetto.protos.TracePacket.data.track_event")
         .boxed(".perfetto.protos.TracePacket.data.track_descriptor")
         .boxed(".perfetto.protos.TracePacket.data.stack_sample")
+        .boxed(".perfetto.protos.TracePacket.data.ftrace_events")
+        .boxed(".perfetto.protos.TracePacket.data.process_tree")
+        .boxed(".perfetto.protos.TracePacket.data.gpu_counter_event")
         .boxed(".perfetto.protos.TracePacket.interned_data")
         .boxed(".perfetto.protos.TracePacket.trace_packet_defaults")
         .boxed(".perfetto.protos.TracePacket.tracex")

@@ -1,7 +1,7 @@
 //! `tracex-gen`: writes large synthetic traces of each input format, for benchmarks
 //! (`scripts/bench.sh`). Output is deterministic for given arguments.
 
-use tracex_gen::{chrome, cupti, nsys};
+use tracex_gen::{android, chrome, cupti, nsys};
 
 mod measure;
 
@@ -16,6 +16,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum What {
+    /// An Android system trace (Perfetto protobuf): atrace markers in per-CPU ftrace bundles out
+    /// of time order, a process tree, GPU counters
+    Android(android::Args),
     /// A PyTorch-profiler-like Chrome JSON trace: CPU ops launching kernels with flows,
     /// GPU streams, counters
     Chrome(chrome::Args),
@@ -31,6 +34,7 @@ enum What {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().what {
+        What::Android(a) => android::run(&a),
         What::Chrome(a) => chrome::run(&a),
         What::Cupti(a) => cupti::run(&a),
         What::Measure(a) => measure::run(&a),

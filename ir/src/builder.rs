@@ -106,15 +106,8 @@ impl TraceBuilder {
 
     pub fn instant(&mut self, track: TrackId, ts: i64, name: &str) {
         let name = self.defs.intern(name);
-        self.events.push(Event::Instant(Instant {
-            track,
-            ts,
-            name,
-            cat: None,
-            args: Vec::new(),
-            stack: None,
-            color: None,
-        }));
+        self.events
+            .push(Event::Instant(Instant::new(track, ts, name)));
     }
 
     pub fn counter(&mut self, p: ProcessId, name: &str, series: &str) -> CounterId {

@@ -61,6 +61,21 @@ pub struct Instant {
     pub color: Option<StrId>,
 }
 
+impl Instant {
+    /// An instant with no optional fields set.
+    pub fn new(track: TrackId, ts: Ts, name: StrId) -> Instant {
+        Instant {
+            track,
+            ts,
+            name,
+            cat: None,
+            args: Args::new(),
+            stack: None,
+            color: None,
+        }
+    }
+}
+
 /// A counter reading.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Num {

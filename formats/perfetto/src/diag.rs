@@ -52,6 +52,14 @@ tracex_ir::kinds! {
         "a packet does not decode as a TracePacket; it was skipped";
     IMPORT_TRACE_FIELD = "perfetto_trace_field_skipped", Warning,
         "the trace holds a top-level field other than packets; it was skipped";
+    IMPORT_FTRACE_UNMAPPED = "perfetto_ftrace_unmapped", Warning,
+        "ftrace events of kinds tracex does not map (scheduling, CPU frequency and idle, interrupts, ...) were skipped; atrace markers (print events) are read; the detail counts each kind";
+    IMPORT_ATRACE_UNPARSED = "perfetto_atrace_unparsed", Warning,
+        "an ftrace print event is not an atrace marker tracex can read (B, E, S, F, I, N, C, G, H with their fields); it was skipped";
+    IMPORT_GPU_FIRST_READING = "perfetto_gpu_counter_first_reading", Info,
+        "the first reading of a GPU counter whose values look backwards covers the time before its first sample; as in Perfetto, it is not placed (each later value is placed at the previous sample's time, and the last sample reads 0)";
+    IMPORT_GPU_UNDESCRIBED = "perfetto_gpu_counter_undescribed", Warning,
+        "a GPU counter sample names a counter id no descriptor defined; it was dropped";
     IMPORT_SAMPLE_WITHOUT_THREAD = "perfetto_sample_thread_unknown", Warning,
         "a stack sample named no thread (and no sequence thread applies); it was dropped";
 }

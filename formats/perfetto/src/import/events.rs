@@ -7,9 +7,11 @@ use tracex_ir::{
     ProcessId, Result, Sample, Slice, StackId, StrId, Track, TrackId, TrackKind, Value,
 };
 
+use super::android::{Android, Out};
 use super::args::{self, Lost};
 use super::clock::{Clocks, BOOTTIME, MONOTONIC};
 use super::flows::{FlowPoints, How, Key, Pt};
+use super::ordered::{End, Kept, Rec, TimeOrdered};
 use super::sequence::{flags, Sequence};
 use super::tally::Tally;
 use super::tracks::{Target, TrackMap};
@@ -20,34 +22,13 @@ use crate::pb::track_event::legacy_event::{FlowDirection, Id as LegacyId, Instan
 use crate::pb::track_event::{self as te_pb, CounterValueField, LegacyEvent, NameField};
 use crate::pb::{self, TracePacket, TrackEvent};
 
-/// The end of a slice, kept until it is matched with its begin.
-struct End {
-    ts: i64,
-    /// An end that names its slice closes the innermost open one with that name and category.
-    name: Option<StrId>,
-    cat: Option<StrId>,
-    args: Args,
-    thread_time: Option<i64>,
-    thread_dur: Option<i64>,
-    at: u64,
-}
-
-enum Rec {
-    Begin(Slice),
-    End(End),
-}
-
-/// Begins and ends of one track kept for matching in time order: (time, file order, what).
-type Kept = Vec<(i64, u64, Rec)>;
-
 pub struct State {
     pub tracks: TrackMap,
-    /// Track uuids written by several sequences, and the IR tracks whose begins and ends are
-    /// matched in time order at the end (those, and legacy async tracks): file order is not
+    /// Track uuids written by several sequences: their begins and ends (and those of legacy
+    /// async tracks and atrace markers) are matched in time order at the end, file order is not
     /// time order across writers.
     shared: FxHashSet<u64>,
-    sorted: FxHashMap<TrackId, Kept>,
-    order: u64,
+    ordered: TimeOrdered,
     pub clocks: Clocks,
     /// The trace was written by tracex: its extension is present.
     pub tracex: bool,
@@ -60,6 +41,7 @@ pub struct State {
     bookkeeping: Tally,
     typed: Tally,
     events_unmapped: Tally,
+    pub android: Android,
     legacy_async: FxHashMap<(Option<ProcessId>, u64, StrId), TrackId>,
     /// The name and category of flows whose points give none (tracex's trace record).
     pub flow_default: Option<(Option<StrId>, Option<StrId>)>,
@@ -146,8 +128,7 @@ impl State {
         State {
             tracks,
             shared,
-            sorted: FxHashMap::default(),
-            order: 0,
+            ordered: TimeOrdered::default(),
             clocks,
             tracex: false,
             offset: 0,
@@ -158,6 +139,7 @@ impl State {
             bookkeeping: Tally::default(),
             typed: Tally::default(),
             events_unmapped: Tally::default(),
+            android: Android::default(),
             legacy_async: FxHashMap::default(),
             flow_default: None,
         }
@@ -297,6 +279,21 @@ impl State {
                 Ok(())
             }
             Some(Data::TraceAttributes(_)) => Ok(()),
+            Some(Data::FtraceEvents(bundle)) => {
+                let offset = self.offset;
+                let (android, mut out, clocks) = self.android();
+                let mut time = |clock, ts| {
+                    let trace = seq.clocks.convert(clocks, clock, ts)?;
+                    i64::try_from(trace + offset as i128).ok()
+                };
+                android.ftrace(ctx, &mut out, &mut time, at, &bundle)
+            }
+            Some(Data::ProcessTree(tree)) => {
+                let (android, mut out, _) = self.android();
+                android.process_tree(ctx, &mut out, &tree);
+                Ok(())
+            }
+            Some(Data::GpuCounterEvent(e)) => self.android.gpu_counters(ctx, seq, ts, &e),
             #[allow(deprecated)]
             Some(Data::ChromeEvents(bundle)) => {
                 if !bundle.trace_events.is_empty() {
@@ -1091,13 +1088,41 @@ impl State {
         }
     }
 
+    /// The Android payloads' state, what they write to besides it, and the trace's clocks.
+    fn android(&mut self) -> (&mut Android, Out<'_>, &Clocks) {
+        let out = Out {
+            tracks: &mut self.tracks,
+            ordered: &mut self.ordered,
+            unmapped: &mut self.unmapped,
+            bookkeeping: &mut self.bookkeeping,
+        };
+        (&mut self.android, out, &self.clocks)
+    }
+
+    /// Begins and ends in time order, track by track: completed slices are pushed.
+    fn match_kept(&mut self, ctx: &mut ImportCtx, kept: Vec<(TrackId, Kept)>) -> Result<()> {
+        for (track, recs) in kept {
+            for (_, _, r) in recs {
+                match r {
+                    Rec::Begin(s) => self.slices.begin(track, s),
+                    Rec::End(end) => match self.slices.end(track, &end) {
+                        Some(s) => {
+                            let s = close(ctx.defs, ctx.diag, s, end);
+                            ctx.emit(Event::Slice(s))?
+                        }
+                        None => ctx
+                            .diag
+                            .record(&d::IMPORT_UNMATCHED_END, Location::Byte(end.at)),
+                    },
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A begin or end on a track matched in time order at the end.
     fn keep(&mut self, track: TrackId, ts: i64, r: Rec) {
-        self.order += 1;
-        self.sorted
-            .entry(track)
-            .or_default()
-            .push((ts, self.order, r));
+        self.ordered.keep(track, ts, r);
     }
 
     fn event_uuid(&self, seq: &Sequence, te: &TrackEvent) -> u64 {
@@ -1334,25 +1359,9 @@ impl State {
 
     pub fn finish(mut self, ctx: &mut ImportCtx) -> Result<()> {
         self.tracks.define_rest(ctx.defs);
-        let mut sorted: Vec<(TrackId, Kept)> = self.sorted.drain().collect();
-        sorted.sort_by_key(|(t, _)| *t);
-        for (track, mut recs) in sorted {
-            recs.sort_by_key(|(ts, order, _)| (*ts, *order));
-            for (_, _, r) in recs {
-                match r {
-                    Rec::Begin(s) => self.slices.begin(track, s),
-                    Rec::End(end) => match self.slices.end(track, &end) {
-                        Some(s) => {
-                            let s = close(ctx.defs, ctx.diag, s, end);
-                            ctx.emit(Event::Slice(s))?
-                        }
-                        None => ctx
-                            .diag
-                            .record(&d::IMPORT_UNMATCHED_END, Location::Byte(end.at)),
-                    },
-                }
-            }
-        }
+        self.android.finish(ctx)?;
+        let kept = self.ordered.drain();
+        self.match_kept(ctx, kept)?;
         let open = self.slices.drain();
         if !open.is_empty() {
             ctx.diag.record_n(

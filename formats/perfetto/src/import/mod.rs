@@ -6,12 +6,16 @@
 //! with each sequence's incremental state (interned data, defaults, sequence clocks,
 //! incremental counters), as trace processor does, and pushes them: slices when they end (so
 //! the importer is unsorted), instants, counter values, samples; flows are paired at the end.
+//! Android system traces add ftrace bundles (atrace markers), process trees and GPU counters
+//! (`android`).
 //! Memory: descriptors, interned data, open slices and flow points.
 
+mod android;
 mod args;
 mod clock;
 mod events;
 mod flows;
+mod ordered;
 mod sequence;
 mod tally;
 mod tracks;
@@ -194,6 +198,9 @@ struct Scan {
     /// Track uuids that events of several sequences (writers) refer to: their begins and ends
     /// are matched in time order rather than file order.
     shared: FxHashSet<u64>,
+    /// tid → tgid from the process trees, so that ftrace events before one land in their
+    /// process.
+    tgid: FxHashMap<i64, i64>,
 }
 
 fn scan(path: &Path, ctx: &ImportCtx) -> Result<Scan> {
@@ -226,6 +233,13 @@ fn scan(path: &Path, ctx: &ImportCtx) -> Result<Scan> {
                 if let Some(uuid) = te.track_uuid.or(default_track.get(&seq).copied()) {
                     if *writer.entry(uuid).or_insert(seq) != seq {
                         s.shared.insert(uuid);
+                    }
+                }
+            }
+            if let Some(tree) = &p.process_tree {
+                for t in &tree.threads {
+                    if let (Some(tid), Some(tgid)) = (t.tid, t.tgid) {
+                        s.tgid.insert(tid.into(), tgid.into());
                     }
                 }
             }
@@ -275,6 +289,7 @@ pub fn import(path: &Path, _opts: &ImportOptions, ctx: &mut ImportCtx) -> Result
     ctx.progress.set_total(2 * len);
     let scan = scan(path, ctx)?;
     let mut st = events::State::new(scan.tracks, scan.clocks, scan.shared);
+    st.android.tgid = scan.tgid;
     // the trace: tracex's own record when it wrote the file, else the attributes and metadata
     match &scan.info {
         Some(info) => {

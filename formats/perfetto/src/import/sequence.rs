@@ -4,12 +4,15 @@
 //! state is invalid and packets that need it are skipped, as trace processor does.
 
 use rustc_hash::FxHashMap;
-use tracex_ir::{Defs, StackId, StrId};
+use tracex_ir::{CounterId, Defs, StackId, StrId};
 
 use super::clock::SequenceClocks;
 use crate::pb::stack_sample::TaskContext;
 use crate::pb::trace_packet::SequenceFlags;
-use crate::pb::{InternedData, SourceLocation, ThreadDescriptor, TracePacket, TracePacketDefaults};
+use crate::pb::{
+    InternedData, InternedGpuCounterDescriptor, SourceLocation, ThreadDescriptor, TracePacket,
+    TracePacketDefaults,
+};
 
 #[derive(Default)]
 pub struct Sequence {
@@ -34,6 +37,11 @@ pub struct Sequence {
     pub locations: FxHashMap<u64, SourceLocation>,
     pub log_bodies: FxHashMap<u64, String>,
     pub correlations: FxHashMap<u64, String>,
+    /// GPU counter descriptors by iid (their gpu id and counters).
+    pub gpu_counters: FxHashMap<u64, InternedGpuCounterDescriptor>,
+    /// The IR counter of each counter id of a used descriptor, by iid, and whether its values
+    /// look forwards.
+    pub gpu_resolved: FxHashMap<u64, FxHashMap<u32, (CounterId, bool)>>,
     /// Running values of incremental counters, by track uuid.
     pub counters: FxHashMap<u64, f64>,
     pub int_counters: FxHashMap<u64, i64>,
@@ -124,6 +132,9 @@ impl Sequence {
         }
         for c in &d.correlation_id_str {
             self.correlations.insert(c.iid.unwrap_or(0), text(&c.str));
+        }
+        for g in &d.gpu_counter_descriptors {
+            self.gpu_counters.insert(g.iid.unwrap_or(0), g.clone());
         }
         for b in &d.log_message_body {
             self.log_bodies
