@@ -11,7 +11,7 @@ tracex_ir::kinds! {
         "an event came earlier than the first event (the input was not in time order); it was written at the trace start";
 
     IMPORT_UNMAPPED = "perfetto_packet_unmapped", Warning,
-        "packets of kinds tracex does not map (ftrace, process stats, GPU counters, other profilers, ...) were skipped; the detail counts each kind";
+        "packets of kinds tracex does not map (process and system stats, Android's frame timeline, logs, other profilers, ...) were skipped; the detail counts each kind";
     IMPORT_BOOKKEEPING = "perfetto_packet_bookkeeping", Info,
         "packets about the recording itself (trace config and stats, service events, system info, uuids) were skipped; the detail counts each kind";
     IMPORT_TYPED_ARGS = "perfetto_typed_args_dropped", Warning,
