@@ -69,7 +69,7 @@ impl Events {
         }
         // Catapult drops nestable async events without a `cat`; the importer reads "" there
         // back as none
-        let cat = cat.or((matches!(ph, "b" | "e" | "n")).then_some(Text::Str("")));
+        let cat = cat.or_else(|| matches!(ph, "b" | "e" | "n").then_some(Text::Str("")));
         if let Some(c) = cat {
             b.extend_from_slice(b",\"cat\":");
             c.push(b, &mut self.lits, defs);

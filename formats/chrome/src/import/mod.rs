@@ -215,8 +215,7 @@ impl Importer {
     /// Catapult requires a `cat` there, so the exporter writes `""` for events without one.
     fn category(ctx: &mut ImportCtx, e: &RawEvent<'_>) -> Option<StrId> {
         let cat = Self::intern_opt(ctx, &e.cat);
-        let nestable = matches!(text(&e.ph), Some("b" | "e" | "n"));
-        cat.filter(|&c| !(nestable && c == StrId::EMPTY))
+        cat.filter(|&c| c != StrId::EMPTY || !matches!(text(&e.ph), Some("b" | "e" | "n")))
     }
 
     fn event(&mut self, ctx: &mut ImportCtx, e: &RawEvent<'_>) -> Result<()> {

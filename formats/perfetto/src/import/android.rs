@@ -212,11 +212,9 @@ pub struct Android {
     threads: FxHashMap<i64, ThreadId>,
     /// Async tracks by process and track name.
     async_tracks: FxHashMap<(i64, StrId), TrackId>,
-    /// File order of the async begins and ends.
-    order: u64,
-    /// Async begins and ends, matched by cookie in time order: (time, file order,
-    /// track, cookie, begin).
-    async_points: Vec<(i64, u64, TrackId, i64, Option<Slice>)>,
+    /// Async begins and ends in file order, matched by cookie in time order at the end:
+    /// (time, track, cookie, begin).
+    async_points: Vec<(i64, TrackId, i64, Option<Slice>)>,
     /// Atrace counters by process and name.
     counters: FxHashMap<(i64, StrId), CounterId>,
     /// GPU devices, and their counters by name.
@@ -231,8 +229,6 @@ pub struct Android {
     undescribed: u64,
     /// ftrace events of kinds not mapped.
     ftrace_unmapped: Tally,
-    /// Async slices begun and not yet ended, by track and cookie.
-    async_open: FxHashMap<(TrackId, i64), Slice>,
 }
 
 /// What the Android payloads write to besides their own state: the importer's tracks, its
@@ -484,8 +480,6 @@ impl Android {
         tid: i64,
         m: Marker<'_>,
     ) -> Result<()> {
-        self.order += 1;
-        let order = self.order;
         match m {
             // begins and ends in time order at the end: a thread's end may come first in the
             // file, its CPU's buffer read before the one that holds the begin
@@ -509,7 +503,7 @@ impl Android {
                 let mut s = Slice::new(track, ts, 0, ctx.defs.intern(name));
                 let key = ctx.defs.intern("cookie");
                 tracex_ir::defs::set_arg(&mut s.args, key, Value::Int(cookie));
-                self.async_points.push((ts, order, track, cookie, Some(s)));
+                self.async_points.push((ts, track, cookie, Some(s)));
             }
             Marker::AsyncEnd {
                 tgid,
@@ -517,7 +511,7 @@ impl Android {
                 cookie,
             } => {
                 let track = self.named_track(ctx, out.tracks, tgid, track);
-                self.async_points.push((ts, order, track, cookie, None));
+                self.async_points.push((ts, track, cookie, None));
             }
             Marker::Instant { tgid, track, name } => {
                 let track = match track {
@@ -671,19 +665,20 @@ impl Android {
         Ok(())
     }
 
-    /// Pairs the async begins and ends by cookie, in time order, and pushes the completed
-    /// slices.
-    fn pair_async(&mut self, ctx: &mut ImportCtx) -> Result<()> {
+    /// Pairs the async begins and ends by cookie, in time order (file order among equal
+    /// times: the sort is stable), and pushes the completed slices; the ones left open.
+    fn pair_async(&mut self, ctx: &mut ImportCtx) -> Result<Vec<Slice>> {
         let mut points = std::mem::take(&mut self.async_points);
-        points.sort_by_key(|p| (p.0, p.1));
-        for (ts, _, track, cookie, begin) in points {
+        points.sort_by_key(|p| p.0);
+        let mut open: FxHashMap<(TrackId, i64), Slice> = FxHashMap::default();
+        for (ts, track, cookie, begin) in points {
             match begin {
                 // a begin while one with its cookie is open is ignored, as trace processor
                 // does (Android's wakelocks send several)
                 Some(s) => {
-                    self.async_open.entry((track, cookie)).or_insert(s);
+                    open.entry((track, cookie)).or_insert(s);
                 }
-                None => match self.async_open.remove(&(track, cookie)) {
+                None => match open.remove(&(track, cookie)) {
                     Some(mut s) => {
                         s.dur = Some(ts - s.ts);
                         ctx.emit(Event::Slice(s))?;
@@ -692,14 +687,13 @@ impl Android {
                 },
             }
         }
-        Ok(())
+        Ok(open.into_values().collect())
     }
 
     /// Ends what is left: async slices still open, the last samples of backwards-looking GPU
     /// counters; reports what was skipped.
     pub fn finish(&mut self, ctx: &mut ImportCtx) -> Result<()> {
-        self.pair_async(ctx)?;
-        let mut left: Vec<Slice> = self.async_open.drain().map(|(_, s)| s).collect();
+        let mut left = self.pair_async(ctx)?;
         left.sort_by_key(|s| (s.ts, s.track));
         ctx.diag.record_n(
             &tracex_ir::diag::kinds::OPEN_SLICE,
