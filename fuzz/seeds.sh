@@ -21,13 +21,11 @@ cp fixtures/folded/extended_*.txt fixtures/cupti/*_cpu.txt "$c/folded_extended/"
 cp fixtures/cupti/*.json fixtures/cupti/*.txt "$c/cupti/"
 cp fixtures/perfetto/*.pftrace "$c/perfetto/"
 
-# OTF2: archives tracex writes, packed as the target reads them (fuzz_targets/otf2.rs).
+# OTF2: archives, packed as the target reads them (fuzz_targets/otf2.rs).
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in fixtures/chrome/all_phases.json fixtures/otf2/tf_trace.json fixtures/chrome/partial_overlap.json; do
-  name=$(basename "$f" .json)
-  "$tracex" --quiet convert "$f" "$tmp/$name" --to otf2
-  python3 - "$tmp/$name" "$c/otf2/$name.bin" <<'PY'
+pack_otf2() {
+  python3 - "$1" "$2" <<'PY'
 import struct, sys, os
 d, out = sys.argv[1], sys.argv[2]
 files = ["traces.otf2", "traces.def", "traces/0.evt", "traces/0.def", "traces/1.evt", "traces/1.def"]
@@ -37,7 +35,14 @@ with open(out, "wb") as o:
         b = open(p, "rb").read() if os.path.exists(p) else b""
         o.write(struct.pack("<I", len(b)) + b)
 PY
+}
+for f in fixtures/chrome/all_phases.json fixtures/otf2/tf_trace.json fixtures/chrome/partial_overlap.json; do
+  name=$(basename "$f" .json)
+  "$tracex" --quiet convert "$f" "$tmp/$name" --to otf2
+  pack_otf2 "$tmp/$name" "$c/otf2/$name.bin"
 done
+# and the project's own Score-P-like archive (MPI, I/O, threading records; first two locations)
+pack_otf2 fixtures/otf2/mpi_io_threads "$c/otf2/mpi_io_threads.bin"
 
 # nsys: the SQL that builds the test databases of tests/nsys.rs (schema + one part each).
 python3 - tests/nsys.rs "$c/nsys" <<'PY'

@@ -290,6 +290,77 @@ fn score_p_archives_import() {
     assert_eq!(d.lines().filter(|l| l.starts_with("flow ")).count(), 2);
 }
 
+/// The records Score-P writes for MPI, POSIX I/O and OpenMP programs that the archives of
+/// ../shared lack (`fixtures/otf2/mpi_io_threads`, written by its `make_fixtures.py` with
+/// python3-otf2): message, collective and I/O details become arguments of the region they
+/// happened in, measurement off and buffer flushes slices, forks and joins instants. The golden
+/// was checked by hand against `otf2-print` of the archive.
+#[test]
+fn mpi_io_and_thread_records_import() {
+    let anchor = own("otf2/mpi_io_threads/traces.otf2");
+    let d = dump_with_diagnostics(&anchor).replace(&format!("{}/", root().display()), "");
+    golden("otf2/mpi_io_threads.dump", &d);
+    let line = |name: &str, track: &str| -> String {
+        d.lines()
+            .find(|l| l.starts_with(track) && l.contains(&format!("name=\"{name}\"")))
+            .unwrap_or_else(|| panic!("no {name} on {track}: {d}"))
+            .to_string()
+    };
+    assert!(line("MPI_Send", "K0 ").ends_with(
+        r#"args={"send_to":1, "send_tag":7, "send_bytes":1024, "communicator":"MPI_COMM_WORLD"}"#
+    ));
+    // two receives of different tags in one MPI_Waitall: bytes summed, no tag
+    assert!(line("MPI_Waitall", "K2 ").ends_with(
+        r#"args={"recv_from":0, "recv_bytes":320, "recv_count":2, "communicator":"MPI_COMM_WORLD"}"#
+    ));
+    assert!(line("MPI_Bcast", "K2 ").contains(
+        r#""collective":"BCAST", "root":0, "collective_bytes_sent":0, "collective_bytes_received":4096"#
+    ));
+    assert!(!line("MPI_Allreduce", "K0 ").contains("root"));
+    assert!(line("read", "K0 ").ends_with(
+        r#"args={"io_operation":"read", "io_file":"/scratch/run/out.dat", "io_bytes_requested":4096, "io_bytes":100}"#
+    ));
+    assert!(line("MeasurementOff", "K2 ").contains("ts=7000 dur=1000"));
+    assert!(line("BufferFlush", "K0 ").contains("ts=8100 dur=500"));
+    assert!(line("ThreadFork", "K0 ").contains(r#""requested_threads":2"#));
+    assert_eq!(d.lines().filter(|l| l.starts_with("flow ")).count(), 5);
+    // only the OpenMP task creation is left out, and counted
+    assert!(
+        d.contains("diag otf2_event_not_mapped count=1 ") && d.contains("OmpTaskCreate"),
+        "{d}"
+    );
+
+    // the details survive tracex's own OTF2 and Chrome JSON, read back by serde_json
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("again.otf2");
+    run_ok(&["convert", s(&anchor), s(&archive)]);
+    let body = |t: &str| {
+        t.lines()
+            .filter(|l| !l.starts_with("diag "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(body(&dump(&anchor)), body(&dump(&archive)));
+    let json = dir.path().join("out.json");
+    run_ok(&["convert", s(&anchor), s(&json)]);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let sendrecv: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["name"] == "MPI_Sendrecv")
+        .collect();
+    assert_eq!(sendrecv.len(), 2);
+    for e in sendrecv {
+        let a = &e["args"];
+        assert_eq!(
+            a["send_bytes"].as_u64().unwrap() + a["recv_bytes"].as_u64().unwrap(),
+            160
+        );
+        assert_eq!(a["communicator"], "MPI_COMM_WORLD");
+    }
+}
+
 /// OTF2 → IR → OTF2 → IR is the identity, for Score-P's archives and for tracex's own.
 #[test]
 fn otf2_round_trips_are_exact() {

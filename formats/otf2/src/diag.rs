@@ -18,7 +18,7 @@ tracex_ir::kinds! {
     IMPORT_TIME_BACKWARDS = "otf2_time_backwards", Warning,
         "a location's timestamps went backwards; the slice ending before it began got duration 0";
     IMPORT_UNMAPPED_EVENT = "otf2_event_not_mapped", Warning,
-        "an OTF2 event kind tracex has no equivalent for (collective operations, threading, locks, I/O, ...) was skipped; the detail names the first kind";
+        "an OTF2 event kind tracex has no equivalent for (tasks, locks, thread teams, RMA synchronisation, I/O handle management, ...) was skipped; the detail names the first kind";
     IMPORT_UNDEFINED_REF = "otf2_undefined_reference", Error,
         "an event refers to a region, metric or other definition the archive does not define; it was skipped";
     IMPORT_METRIC_U64_AS_FLOAT = "otf2_metric_u64_as_float", Warning,
@@ -27,6 +27,8 @@ tracex_ir::kinds! {
         "an MPI send, receive or RMA operation had no partner; no flow was made for it";
     IMPORT_PARAMETER_OUTSIDE_REGION = "otf2_parameter_outside_region", Info,
         "a parameter event happened while no region was open on its location; it was kept as an instant named after the parameter";
+    IMPORT_RECORD_OUTSIDE_REGION = "otf2_record_outside_region", Info,
+        "a message, collective or I/O record happened while no region was open on its location; its details were kept as an instant named after the record";
     IMPORT_LOCAL_DEFS_UNREADABLE = "otf2_local_defs_unreadable", Warning,
         "a location's local definitions (mapping tables, clock offsets) could not be read; its events were read without them";
     IMPORT_MISSING_CLOCK = "otf2_missing_clock_properties", Warning,

@@ -129,6 +129,13 @@ pub trait DefHandler {
     fn parameter(&mut self, r: u32, name: u32, ty: u8) -> Result<()> {
         Ok(())
     }
+    /// A regular file or a directory of the I/O records.
+    fn io_file(&mut self, r: u32, name: u32) -> Result<()> {
+        Ok(())
+    }
+    fn io_handle(&mut self, r: u32, name: u32, file: u32) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Receives events in global time order. `loc` is the location, `t` the raw timestamp.
@@ -235,7 +242,61 @@ pub trait EventHandler {
     ) -> Result<()> {
         Ok(())
     }
-    /// An event kind tracex does not map (collectives, I/O, threading, locks...).
+    /// The end of an MPI collective operation (MpiCollectiveEnd, and
+    /// NonBlockingCollectiveComplete): `op` an `OTF2_CollectiveOp`, `root` a rank or
+    /// `OTF2_UNDEFINED_UINT32`.
+    fn collective(
+        &mut self,
+        loc: u64,
+        t: u64,
+        attrs: Attrs,
+        op: u8,
+        comm: u32,
+        root: u32,
+        sent: u64,
+        received: u64,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// An I/O operation on `handle` began (`mode` an `OTF2_IoOperationMode`, `bytes`
+    /// requested) or completed (`mode` None, `bytes` transferred).
+    fn io_operation(
+        &mut self,
+        loc: u64,
+        t: u64,
+        attrs: Attrs,
+        handle: u32,
+        mode: Option<u8>,
+        bytes: u64,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// The measurement system turned measurement on or off.
+    fn measurement(&mut self, loc: u64, t: u64, attrs: Attrs, on: bool) -> Result<()> {
+        Ok(())
+    }
+    /// The measurement system flushed its buffer from `t` to `stop`.
+    fn buffer_flush(&mut self, loc: u64, t: u64, attrs: Attrs, stop: u64) -> Result<()> {
+        Ok(())
+    }
+    /// A fork (`threads` requested) or a join (`threads` None) of a thread team of `paradigm`
+    /// (an `OTF2_Paradigm`).
+    fn fork_join(
+        &mut self,
+        loc: u64,
+        t: u64,
+        attrs: Attrs,
+        paradigm: u8,
+        threads: Option<u32>,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// A record whose content another record carries: request ids of non-blocking MPI calls,
+    /// the begin of a collective (its end says what it did).
+    fn bookkeeping(&mut self, loc: u64, t: u64, kind: &'static str) -> Result<()> {
+        Ok(())
+    }
+    /// An event kind tracex does not map (tasks, locks, RMA synchronisation...).
     fn unmapped(&mut self, loc: u64, t: u64, kind: &'static str) -> Result<()> {
         Ok(())
     }

@@ -17,7 +17,7 @@ use super::handler::{def, evt, slice, text, DefCtx, EvtCtx};
 pub use super::handler::{
     Attrs, DefHandler, EventHandler, MetricMemberDef, MetricVal, ParamVal, RegionDef,
 };
-use super::unmapped::register_unmapped;
+use super::unmapped::{register_bookkeeping, register_unmapped};
 
 extern "C" {
     /// Releases strings libotf2 allocated with malloc (creator, properties).
@@ -251,6 +251,30 @@ mod def_cb {
     ) -> Code {
         unsafe { def(u, |h| h.parameter(r.0, name.0, ty)) }
     }
+    /// IoRegularFile and IoDirectory definitions (the same fields).
+    pub unsafe extern "C" fn io_file(
+        u: U,
+        r: sys::OTF2_IoFileRef,
+        name: sys::OTF2_StringRef,
+        _scope: sys::OTF2_SystemTreeNodeRef,
+    ) -> Code {
+        // SAFETY: `u` is the DefCtx of the running read.
+        unsafe { def(u, |h| h.io_file(r.0, name.0)) }
+    }
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe extern "C" fn io_handle(
+        u: U,
+        r: sys::OTF2_IoHandleRef,
+        name: sys::OTF2_StringRef,
+        file: sys::OTF2_IoFileRef,
+        _paradigm: sys::OTF2_IoParadigmRef,
+        _flags: sys::OTF2_IoHandleFlag,
+        _comm: sys::OTF2_CommRef,
+        _parent: sys::OTF2_IoHandleRef,
+    ) -> Code {
+        // SAFETY: `u` is the DefCtx of the running read.
+        unsafe { def(u, |h| h.io_handle(r.0, name.0, file.0)) }
+    }
 }
 
 mod evt_cb {
@@ -469,6 +493,126 @@ mod evt_cb {
         g: sys::OTF2_InterruptGeneratorRef,
     ) -> Code {
         unsafe { evt(u, a, |h, a| h.calling_context_sample(l.0, t, a, cc.0, g.0)) }
+    }
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe extern "C" fn collective_end(
+        l: Loc,
+        t: u64,
+        u: U,
+        a: L,
+        op: sys::OTF2_CollectiveOp,
+        c: sys::OTF2_CommRef,
+        root: u32,
+        sent: u64,
+        received: u64,
+    ) -> Code {
+        // SAFETY: `u` is the EvtCtx of the running read, `a` libotf2's attribute list.
+        unsafe {
+            evt(u, a, |h, a| {
+                h.collective(l.0, t, a, op, c.0, root, sent, received)
+            })
+        }
+    }
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe extern "C" fn nbc_complete(
+        l: Loc,
+        t: u64,
+        u: U,
+        a: L,
+        op: sys::OTF2_CollectiveOp,
+        c: sys::OTF2_CommRef,
+        root: u32,
+        sent: u64,
+        received: u64,
+        _req: u64,
+    ) -> Code {
+        // SAFETY: as in `collective_end`.
+        unsafe {
+            evt(u, a, |h, a| {
+                h.collective(l.0, t, a, op, c.0, root, sent, received)
+            })
+        }
+    }
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe extern "C" fn io_begin(
+        l: Loc,
+        t: u64,
+        u: U,
+        a: L,
+        handle: sys::OTF2_IoHandleRef,
+        mode: sys::OTF2_IoOperationMode,
+        _flags: sys::OTF2_IoOperationFlag,
+        bytes: u64,
+        _matching: u64,
+    ) -> Code {
+        // SAFETY: as in `collective_end`.
+        unsafe {
+            evt(u, a, |h, a| {
+                h.io_operation(l.0, t, a, handle.0, Some(mode), bytes)
+            })
+        }
+    }
+    pub unsafe extern "C" fn io_complete(
+        l: Loc,
+        t: u64,
+        u: U,
+        a: L,
+        handle: sys::OTF2_IoHandleRef,
+        bytes: u64,
+        _matching: u64,
+    ) -> Code {
+        // SAFETY: as in `collective_end`.
+        unsafe {
+            evt(u, a, |h, a| {
+                h.io_operation(l.0, t, a, handle.0, None, bytes)
+            })
+        }
+    }
+    pub unsafe extern "C" fn measurement(
+        l: Loc,
+        t: u64,
+        u: U,
+        a: L,
+        mode: sys::OTF2_MeasurementMode,
+    ) -> Code {
+        let on = mode == sys::OTF2_MEASUREMENT_ON as sys::OTF2_MeasurementMode;
+        // SAFETY: as in `collective_end`.
+        unsafe { evt(u, a, |h, a| h.measurement(l.0, t, a, on)) }
+    }
+    pub unsafe extern "C" fn buffer_flush(l: Loc, t: u64, u: U, a: L, stop: u64) -> Code {
+        // SAFETY: as in `collective_end`.
+        unsafe { evt(u, a, |h, a| h.buffer_flush(l.0, t, a, stop)) }
+    }
+    pub unsafe extern "C" fn thread_fork(
+        l: Loc,
+        t: u64,
+        u: U,
+        a: L,
+        model: sys::OTF2_Paradigm,
+        threads: u32,
+    ) -> Code {
+        // SAFETY: as in `collective_end`.
+        unsafe { evt(u, a, |h, a| h.fork_join(l.0, t, a, model, Some(threads))) }
+    }
+    pub unsafe extern "C" fn thread_join(
+        l: Loc,
+        t: u64,
+        u: U,
+        a: L,
+        model: sys::OTF2_Paradigm,
+    ) -> Code {
+        // SAFETY: as in `collective_end`.
+        unsafe { evt(u, a, |h, a| h.fork_join(l.0, t, a, model, None)) }
+    }
+    pub unsafe extern "C" fn omp_fork(l: Loc, t: u64, u: U, a: L, threads: u32) -> Code {
+        let model = sys::OTF2_PARADIGM_OPENMP as sys::OTF2_Paradigm;
+        // SAFETY: as in `collective_end`.
+        unsafe { evt(u, a, |h, a| h.fork_join(l.0, t, a, model, Some(threads))) }
+    }
+    pub unsafe extern "C" fn omp_join(l: Loc, t: u64, u: U, a: L) -> Code {
+        let model = sys::OTF2_PARADIGM_OPENMP as sys::OTF2_Paradigm;
+        // SAFETY: as in `collective_end`.
+        unsafe { evt(u, a, |h, a| h.fork_join(l.0, t, a, model, None)) }
     }
 }
 
@@ -694,6 +838,21 @@ impl Reader {
                 OTF2_GlobalDefReaderCallbacks_SetParameterCallback,
                 parameter
             );
+            set!(
+                cbs,
+                OTF2_GlobalDefReaderCallbacks_SetIoRegularFileCallback,
+                io_file
+            );
+            set!(
+                cbs,
+                OTF2_GlobalDefReaderCallbacks_SetIoDirectoryCallback,
+                io_file
+            );
+            set!(
+                cbs,
+                OTF2_GlobalDefReaderCallbacks_SetIoHandleCallback,
+                io_handle
+            );
             let mut ctx = DefCtx { h, error: None };
             let user = &mut ctx as *mut DefCtx as *mut c_void;
             let rc = register_and_read(
@@ -864,6 +1023,57 @@ impl Reader {
                 OTF2_GlobalEvtReaderCallbacks_SetCallingContextSampleCallback,
                 sample
             );
+            set!(
+                cbs,
+                OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback,
+                collective_end
+            );
+            set!(
+                cbs,
+                OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback,
+                nbc_complete
+            );
+            set!(
+                cbs,
+                OTF2_GlobalEvtReaderCallbacks_SetIoOperationBeginCallback,
+                io_begin
+            );
+            set!(
+                cbs,
+                OTF2_GlobalEvtReaderCallbacks_SetIoOperationCompleteCallback,
+                io_complete
+            );
+            set!(
+                cbs,
+                OTF2_GlobalEvtReaderCallbacks_SetMeasurementOnOffCallback,
+                measurement
+            );
+            set!(
+                cbs,
+                OTF2_GlobalEvtReaderCallbacks_SetBufferFlushCallback,
+                buffer_flush
+            );
+            set!(
+                cbs,
+                OTF2_GlobalEvtReaderCallbacks_SetThreadForkCallback,
+                thread_fork
+            );
+            set!(
+                cbs,
+                OTF2_GlobalEvtReaderCallbacks_SetThreadJoinCallback,
+                thread_join
+            );
+            set!(
+                cbs,
+                OTF2_GlobalEvtReaderCallbacks_SetOmpForkCallback,
+                omp_fork
+            );
+            set!(
+                cbs,
+                OTF2_GlobalEvtReaderCallbacks_SetOmpJoinCallback,
+                omp_join
+            );
+            register_bookkeeping(cbs)?;
             register_unmapped(cbs)?;
             let mut ctx = EvtCtx {
                 h,

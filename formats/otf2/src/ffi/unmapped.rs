@@ -1,6 +1,7 @@
-//! Callbacks for the event kinds tracex does not map to the IR (collectives, threading, locks,
-//! I/O, ...): each reports its kind name to [`EventHandler::unmapped`] so the importer can count
-//! what it leaves out instead of skipping it silently.
+//! Callbacks that only name their event kind: the kinds tracex does not map to the IR (tasks,
+//! locks, RMA synchronisation, I/O handle management, ...) report to [`EventHandler::unmapped`]
+//! so the importer counts what it leaves out instead of skipping it silently; the records whose
+//! content another record carries report to [`EventHandler::bookkeeping`].
 
 use std::os::raw::c_void;
 
@@ -10,10 +11,11 @@ use otf2_sys::*;
 use super::error::{check, Result};
 use super::handler::{evt, EventHandler};
 
-macro_rules! unmapped {
-    ($($setter:ident => $name:literal ($($t:ty),*);)*) => {
-        /// Registers a counting callback for every unmapped event kind.
-        pub(super) fn register_unmapped(cbs: *mut OTF2_GlobalEvtReaderCallbacks) -> Result<()> {
+macro_rules! by_kind {
+    ($register:ident, $method:ident, $($setter:ident => $name:literal ($($t:ty),*);)*) => {
+        /// Registers a callback for each event kind listed that hands its kind name to the
+        /// handler.
+        pub(super) fn $register(cbs: *mut OTF2_GlobalEvtReaderCallbacks) -> Result<()> {
             $(
                 {
                     unsafe extern "C" fn cb(
@@ -24,7 +26,7 @@ macro_rules! unmapped {
                         $(_: $t),*
                     ) -> OTF2_CallbackCode {
                         // SAFETY: `user` is the EvtCtx of the running read, `list` libotf2's.
-                        unsafe { evt(user, list, |h: &mut dyn EventHandler, _| h.unmapped(loc.0, t, $name)) }
+                        unsafe { evt(user, list, |h: &mut dyn EventHandler, _| h.$method(loc.0, t, $name)) }
                     }
                     // SAFETY: `cb` has the signature libotf2 declares for this event kind.
                     check(unsafe { $setter(cbs, Some(cb)) }, stringify!($setter))?;
@@ -35,17 +37,18 @@ macro_rules! unmapped {
     };
 }
 
-unmapped! {
-    OTF2_GlobalEvtReaderCallbacks_SetBufferFlushCallback => "BufferFlush" (OTF2_TimeStamp);
-    OTF2_GlobalEvtReaderCallbacks_SetMeasurementOnOffCallback => "MeasurementOnOff" (OTF2_MeasurementMode);
+by_kind! {
+    register_bookkeeping, bookkeeping,
     OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback => "MpiIsendComplete" (u64);
     OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback => "MpiIrecvRequest" (u64);
+    OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback => "MpiCollectiveBegin" ();
+    OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback => "NonBlockingCollectiveRequest" (u64);
+}
+
+by_kind! {
+    register_unmapped, unmapped,
     OTF2_GlobalEvtReaderCallbacks_SetMpiRequestTestCallback => "MpiRequestTest" (u64);
     OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback => "MpiRequestCancelled" (u64);
-    OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback => "MpiCollectiveBegin" ();
-    OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback => "MpiCollectiveEnd" (OTF2_CollectiveOp, OTF2_CommRef, u32, u64, u64);
-    OTF2_GlobalEvtReaderCallbacks_SetOmpForkCallback => "OmpFork" (u32);
-    OTF2_GlobalEvtReaderCallbacks_SetOmpJoinCallback => "OmpJoin" ();
     OTF2_GlobalEvtReaderCallbacks_SetOmpAcquireLockCallback => "OmpAcquireLock" (u32, u32);
     OTF2_GlobalEvtReaderCallbacks_SetOmpReleaseLockCallback => "OmpReleaseLock" (u32, u32);
     OTF2_GlobalEvtReaderCallbacks_SetOmpTaskCreateCallback => "OmpTaskCreate" (u64);
@@ -65,8 +68,6 @@ unmapped! {
     OTF2_GlobalEvtReaderCallbacks_SetRmaAtomicCallback => "RmaAtomic" (OTF2_RmaWinRef, u32, OTF2_RmaAtomicType, u64, u64, u64);
     OTF2_GlobalEvtReaderCallbacks_SetRmaOpTestCallback => "RmaOpTest" (OTF2_RmaWinRef, u64);
     OTF2_GlobalEvtReaderCallbacks_SetRmaOpCompleteRemoteCallback => "RmaOpCompleteRemote" (OTF2_RmaWinRef, u64);
-    OTF2_GlobalEvtReaderCallbacks_SetThreadForkCallback => "ThreadFork" (OTF2_Paradigm, u32);
-    OTF2_GlobalEvtReaderCallbacks_SetThreadJoinCallback => "ThreadJoin" (OTF2_Paradigm);
     OTF2_GlobalEvtReaderCallbacks_SetThreadTeamBeginCallback => "ThreadTeamBegin" (OTF2_CommRef);
     OTF2_GlobalEvtReaderCallbacks_SetThreadTeamEndCallback => "ThreadTeamEnd" (OTF2_CommRef);
     OTF2_GlobalEvtReaderCallbacks_SetThreadAcquireLockCallback => "ThreadAcquireLock" (OTF2_Paradigm, u32, u32);
@@ -86,16 +87,12 @@ unmapped! {
     OTF2_GlobalEvtReaderCallbacks_SetIoSeekCallback => "IoSeek" (OTF2_IoHandleRef, i64, OTF2_IoSeekOption, u64);
     OTF2_GlobalEvtReaderCallbacks_SetIoChangeStatusFlagsCallback => "IoChangeStatusFlags" (OTF2_IoHandleRef, OTF2_IoStatusFlag);
     OTF2_GlobalEvtReaderCallbacks_SetIoDeleteFileCallback => "IoDeleteFile" (OTF2_IoParadigmRef, OTF2_IoFileRef);
-    OTF2_GlobalEvtReaderCallbacks_SetIoOperationBeginCallback => "IoOperationBegin" (OTF2_IoHandleRef, OTF2_IoOperationMode, OTF2_IoOperationFlag, u64, u64);
     OTF2_GlobalEvtReaderCallbacks_SetIoOperationTestCallback => "IoOperationTest" (OTF2_IoHandleRef, u64);
     OTF2_GlobalEvtReaderCallbacks_SetIoOperationIssuedCallback => "IoOperationIssued" (OTF2_IoHandleRef, u64);
-    OTF2_GlobalEvtReaderCallbacks_SetIoOperationCompleteCallback => "IoOperationComplete" (OTF2_IoHandleRef, u64, u64);
     OTF2_GlobalEvtReaderCallbacks_SetIoOperationCancelledCallback => "IoOperationCancelled" (OTF2_IoHandleRef, u64);
     OTF2_GlobalEvtReaderCallbacks_SetIoAcquireLockCallback => "IoAcquireLock" (OTF2_IoHandleRef, OTF2_LockType);
     OTF2_GlobalEvtReaderCallbacks_SetIoReleaseLockCallback => "IoReleaseLock" (OTF2_IoHandleRef, OTF2_LockType);
     OTF2_GlobalEvtReaderCallbacks_SetIoTryLockCallback => "IoTryLock" (OTF2_IoHandleRef, OTF2_LockType);
-    OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback => "NonBlockingCollectiveRequest" (u64);
-    OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback => "NonBlockingCollectiveComplete" (OTF2_CollectiveOp, OTF2_CommRef, u32, u64, u64, u64);
     OTF2_GlobalEvtReaderCallbacks_SetCommCreateCallback => "CommCreate" (OTF2_CommRef);
     OTF2_GlobalEvtReaderCallbacks_SetCommDestroyCallback => "CommDestroy" (OTF2_CommRef);
 }

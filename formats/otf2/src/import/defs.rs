@@ -52,6 +52,12 @@ pub struct Otf2Defs {
     pub groups: BTreeMap<u32, Group>,
     /// comm → its group.
     pub comms: FxHashMap<u32, u32>,
+    /// comm → its name.
+    pub comm_names: FxHashMap<u32, u32>,
+    /// I/O file or directory → its name.
+    pub io_files: FxHashMap<u32, u32>,
+    /// I/O handle → (its name, its file).
+    pub io_handles: FxHashMap<u32, (u32, u32)>,
     pub attributes: FxHashMap<u32, Attribute>,
     pub members: FxHashMap<u32, MetricMemberDef>,
     pub classes: FxHashMap<u32, Vec<u32>>,
@@ -94,6 +100,13 @@ impl Otf2Defs {
         }
         pieces.sort_by_key(|p| p.0);
         Some(pieces.into_iter().map(|p| p.1).collect())
+    }
+
+    /// What an I/O handle reads or writes: its file's name, else its own.
+    pub fn io_target(&self, handle: u32) -> Option<&str> {
+        let &(name, file) = self.io_handles.get(&handle)?;
+        let file = self.io_files.get(&file).map(|&n| self.s(n));
+        Some(file.filter(|f| !f.is_empty()).unwrap_or(self.s(name)))
     }
 
     /// The members of a metric (class or instance).
@@ -194,8 +207,17 @@ impl DefHandler for Otf2Defs {
         );
         Ok(())
     }
-    fn comm(&mut self, r: u32, _name: u32, group: u32, _parent: u32) -> Result<()> {
+    fn comm(&mut self, r: u32, name: u32, group: u32, _parent: u32) -> Result<()> {
         self.comms.insert(r, group);
+        self.comm_names.insert(r, name);
+        Ok(())
+    }
+    fn io_file(&mut self, r: u32, name: u32) -> Result<()> {
+        self.io_files.insert(r, name);
+        Ok(())
+    }
+    fn io_handle(&mut self, r: u32, name: u32, file: u32) -> Result<()> {
+        self.io_handles.insert(r, (name, file));
         Ok(())
     }
     fn attribute(&mut self, r: u32, name: u32, description: u32, _ty: u8) -> Result<()> {

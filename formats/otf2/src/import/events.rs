@@ -1,7 +1,9 @@
 //! OTF2 events → IR events. Enters are held per location until their Leave, which emits the
 //! slice (so slices come in end order: the importer declares `EventOrder::Unsorted`).
-//! Parameters become arguments of the innermost open slice; metrics counter values; MPI and RMA
-//! messages, tracex's flow attributes and Score-P's `callsite id` parameters flows.
+//! Parameters, and the details of messages, collectives and I/O ([`Detail`]), become arguments
+//! of the innermost open slice; metrics counter values; MPI and RMA messages, tracex's flow
+//! attributes and Score-P's `callsite id` parameters flows; measurement off and buffer flushes
+//! slices; forks and joins instants.
 
 use std::collections::VecDeque;
 
@@ -11,7 +13,8 @@ use tracex_ir::track::{FlowPairer, PendingFlowPoint};
 use tracex_ir::{Arg, Args, Event, ImportCtx, Location, Num, StackId, StrId, TrackId, Value};
 
 use super::defs::Otf2Defs;
-use super::mapping::{AttrMap, LocKind, Mapping};
+use super::details::Detail;
+use super::mapping::{paradigm_name, AttrMap, LocKind, Mapping};
 use crate::diag as d;
 use crate::ffi::reader::ParamVal;
 use crate::ffi::{AttrValue, Attrs, EventHandler, MetricVal, Result};
@@ -22,6 +25,8 @@ struct Open {
     region: u32,
     instant: bool,
     slice: Slice,
+    /// What the records inside it said, once one did.
+    detail: Option<Box<Detail>>,
 }
 
 /// The tracex-internal fields found among an event's attributes.
@@ -81,6 +86,8 @@ pub struct Handler<'a, 'c> {
     rma: FxHashMap<(u64, u32, u64), RmaOp>,
     callsites: FxHashMap<u64, VecDeque<(TrackId, i64)>>,
     callsite_key: Option<StrId>,
+    /// Locations whose measurement is off, since when.
+    off: FxHashMap<u64, i64>,
     /// Event records seen per location (compared with what libotf2 read).
     pub seen: FxHashMap<u64, u64>,
     pub unmapped: u64,
@@ -103,6 +110,7 @@ impl<'a, 'c> Handler<'a, 'c> {
             rma: FxHashMap::default(),
             callsites: FxHashMap::default(),
             callsite_key,
+            off: FxHashMap::default(),
             seen: FxHashMap::default(),
             unmapped: 0,
             first_unmapped: None,
@@ -198,6 +206,9 @@ impl<'a, 'c> Handler<'a, 'c> {
     /// Emits an open slice ended at `ts` (`None`: never ended).
     fn close(&mut self, o: Open, ts: Option<i64>) -> Result<()> {
         let mut s = o.slice;
+        if let Some(detail) = o.detail {
+            detail.write(self.d, self.ctx.defs, &mut s.args);
+        }
         s.dur = match ts {
             Some(t) if t >= s.ts => Some(t - s.ts),
             Some(_) => {
@@ -256,6 +267,7 @@ impl<'a, 'c> Handler<'a, 'c> {
         peer: u32,
         comm: u32,
         tag: u32,
+        len: u64,
     ) -> Result<()> {
         let mut args = Args::new();
         let x = self.attrs(attrs, &mut args);
@@ -290,6 +302,8 @@ impl<'a, 'c> Handler<'a, 'c> {
             }
             return Ok(());
         }
+        let kind = if send { "MpiSend" } else { "MpiRecv" };
+        self.detail(loc, ts, kind, |d| d.message(send, peer, comm, tag, len))?;
         let Some(peer_loc) = self.map.rank_location(self.d, comm, peer, loc) else {
             self.diag(&d::IMPORT_UNDEFINED_REF);
             return Ok(());
@@ -321,6 +335,53 @@ impl<'a, 'c> Handler<'a, 'c> {
         Ok(())
     }
 
+    /// Hands a record's details to the innermost open slice of `loc`; with no slice open, to an
+    /// instant named after the record.
+    fn detail(&mut self, loc: u64, ts: i64, kind: &str, f: impl FnOnce(&mut Detail)) -> Result<()> {
+        if let Some(o) = self.open.get_mut(&loc).and_then(|s| s.last_mut()) {
+            f(o.detail.get_or_insert_with(Box::default));
+            return Ok(());
+        }
+        self.diag(&d::IMPORT_RECORD_OUTSIDE_REGION);
+        let Some(track) = self.track(loc) else {
+            return Ok(());
+        };
+        let mut detail = Detail::default();
+        f(&mut detail);
+        let mut args = Args::new();
+        detail.write(self.d, self.ctx.defs, &mut args);
+        let name = self.ctx.defs.intern(kind);
+        self.emit(Event::Instant(Instant {
+            args,
+            ..Instant::new(track, ts, name)
+        }))
+    }
+
+    /// A slice of the measurement system (measurement off, a buffer flush) on `loc`.
+    fn measurement_slice(
+        &mut self,
+        loc: u64,
+        from: i64,
+        to: Option<i64>,
+        name: &str,
+    ) -> Result<()> {
+        let Some(track) = self.track(loc) else {
+            return Ok(());
+        };
+        let name = self.ctx.defs.intern(name);
+        let mut s = Slice::new(track, from, 0, name);
+        s.cat = Some(self.ctx.defs.intern("measurement_system"));
+        s.dur = match to {
+            Some(t) if t >= from => Some(t - from),
+            Some(_) => {
+                self.diag(&d::IMPORT_TIME_BACKWARDS);
+                Some(0)
+            }
+            None => None,
+        };
+        self.emit(Event::Slice(s))
+    }
+
     /// Emits what is still open and pending at the end of the archive.
     pub fn finish(&mut self) -> Result<()> {
         // Start before step before end at equal times, so the pairer sees each chain in order.
@@ -328,6 +389,12 @@ impl<'a, 'c> Handler<'a, 'c> {
         points.sort_by_key(|(_, p)| (p.ts, p.role));
         for (id, p) in points {
             self.flows.push(FlowKey::Tracex(id), p);
+        }
+        // measurement never turned on again: open slices, as regions never left
+        let mut off: Vec<(u64, i64)> = self.off.drain().collect();
+        off.sort_unstable();
+        for (loc, from) in off {
+            self.measurement_slice(loc, from, None, "MeasurementOff")?;
         }
         let mut locs: Vec<u64> = self.open.keys().copied().collect();
         locs.sort_unstable();
@@ -377,6 +444,7 @@ impl EventHandler for Handler<'_, '_> {
             region,
             instant: r.instant,
             slice,
+            detail: None,
         });
         Ok(())
     }
@@ -441,11 +509,11 @@ impl EventHandler for Handler<'_, '_> {
         receiver: u32,
         comm: u32,
         tag: u32,
-        _len: u64,
+        len: u64,
         _req: Option<u64>,
     ) -> Result<()> {
         self.note(loc);
-        self.message(loc, t, attrs, true, receiver, comm, tag)
+        self.message(loc, t, attrs, true, receiver, comm, tag, len)
     }
 
     fn mpi_recv(
@@ -456,11 +524,11 @@ impl EventHandler for Handler<'_, '_> {
         sender: u32,
         comm: u32,
         tag: u32,
-        _len: u64,
+        len: u64,
         _req: Option<u64>,
     ) -> Result<()> {
         self.note(loc);
-        self.message(loc, t, attrs, false, sender, comm, tag)
+        self.message(loc, t, attrs, false, sender, comm, tag, len)
     }
 
     fn rma_transfer(
@@ -689,6 +757,103 @@ impl EventHandler for Handler<'_, '_> {
             cpu: x.cpu,
             name: x.sample_name,
         }))
+    }
+
+    fn collective(
+        &mut self,
+        loc: u64,
+        t: u64,
+        _attrs: Attrs,
+        op: u8,
+        comm: u32,
+        root: u32,
+        sent: u64,
+        received: u64,
+    ) -> Result<()> {
+        self.note(loc);
+        let ts = self.map.ns(t);
+        self.detail(loc, ts, "MpiCollectiveEnd", |d| {
+            d.collective(op, comm, root, sent, received)
+        })
+    }
+
+    fn io_operation(
+        &mut self,
+        loc: u64,
+        t: u64,
+        _attrs: Attrs,
+        handle: u32,
+        mode: Option<u8>,
+        bytes: u64,
+    ) -> Result<()> {
+        self.note(loc);
+        let ts = self.map.ns(t);
+        let kind = match mode {
+            Some(_) => "IoOperationBegin",
+            None => "IoOperationComplete",
+        };
+        self.detail(loc, ts, kind, |d| d.io(handle, mode, bytes))
+    }
+
+    fn measurement(&mut self, loc: u64, t: u64, _attrs: Attrs, on: bool) -> Result<()> {
+        self.note(loc);
+        let ts = self.map.ns(t);
+        if !on {
+            self.off.entry(loc).or_insert(ts);
+        } else if let Some(from) = self.off.remove(&loc) {
+            self.measurement_slice(loc, from, Some(ts), "MeasurementOff")?;
+        }
+        Ok(())
+    }
+
+    fn buffer_flush(&mut self, loc: u64, t: u64, _attrs: Attrs, stop: u64) -> Result<()> {
+        self.note(loc);
+        let (from, to) = (self.map.ns(t), self.map.ns(stop));
+        self.measurement_slice(loc, from, Some(to), "BufferFlush")
+    }
+
+    fn fork_join(
+        &mut self,
+        loc: u64,
+        t: u64,
+        attrs: Attrs,
+        paradigm: u8,
+        threads: Option<u32>,
+    ) -> Result<()> {
+        self.note(loc);
+        let Some(track) = self.track(loc) else {
+            return Ok(());
+        };
+        let mut args = Args::new();
+        if let Some(p) = paradigm_name(paradigm) {
+            let k = self.ctx.defs.intern("paradigm");
+            args.push(Arg {
+                key: k,
+                value: Value::Str(p.into()),
+            });
+        }
+        if let Some(n) = threads {
+            let k = self.ctx.defs.intern("requested_threads");
+            args.push(Arg {
+                key: k,
+                value: Value::UInt(n.into()),
+            });
+        }
+        self.attrs(attrs, &mut args);
+        let name = match threads {
+            Some(_) => "ThreadFork",
+            None => "ThreadJoin",
+        };
+        let name = self.ctx.defs.intern(name);
+        self.emit(Event::Instant(Instant {
+            args,
+            ..Instant::new(track, self.map.ns(t), name)
+        }))
+    }
+
+    fn bookkeeping(&mut self, loc: u64, _t: u64, _kind: &'static str) -> Result<()> {
+        self.note(loc);
+        Ok(())
     }
 
     fn unmapped(&mut self, loc: u64, _t: u64, kind: &'static str) -> Result<()> {

@@ -79,7 +79,7 @@ pub struct Mapping {
 }
 
 /// Lower-case paradigm names, for the category of regions of foreign archives.
-fn paradigm_name(p: u8) -> Option<&'static str> {
+pub(super) fn paradigm_name(p: u8) -> Option<&'static str> {
     use sys::*;
     Some(match p as u32 {
         OTF2_PARADIGM_USER => "user",

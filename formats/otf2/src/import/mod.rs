@@ -6,6 +6,7 @@
 //! ([`events`]). Slices are emitted at their Leave, so the importer is `EventOrder::Unsorted`.
 
 mod defs;
+mod details;
 mod events;
 mod mapping;
 
