@@ -361,6 +361,59 @@ fn mpi_io_and_thread_records_import() {
     }
 }
 
+/// An archive laid out as rocprofv3's (`fixtures/otf2/rocprofv3_like`, see its README): the
+/// `category` attribute gives rocprofiler-sdk's domains as categories, which `kind::classify`
+/// knows, the GPU is device 0 (not 942 from `gfx942`, nor after the CPU agent's empty group),
+/// and tracex's OTF2 output names the HIP paradigm for its regions (read back by otf2-print).
+#[test]
+fn rocprofv3_layout_imports() {
+    let anchor = own("otf2/rocprofv3_like/results.otf2");
+    let d = dump_with_diagnostics(&anchor);
+    golden("otf2/rocprofv3_like.dump", &d);
+    assert!(d.contains(r#"process P0 device=0 name="gfx942""#), "{d}");
+    assert!(
+        d.contains(
+            r#"track K0 gpu device=0 stream=0 P0 name="Thread 4242, Compute on GPU 0, Queue 0""#
+        ),
+        "{d}"
+    );
+    assert!(
+        d.contains(r#"name="vector_add(float*, float const*, int)" cat="kernel_dispatch""#),
+        "{d}"
+    );
+    assert!(
+        !d.contains("\"category\""),
+        "the attribute became the category: {d}"
+    );
+    let out = run_ok(&["stats", s(&anchor)]);
+    let stats = String::from_utf8_lossy(&out.stdout);
+    let kind_of = |name: &str| {
+        stats
+            .lines()
+            .find(|l| l.contains(name))
+            .and_then(|l| l.split_whitespace().next())
+            .map(str::to_string)
+    };
+    assert_eq!(kind_of("vector_add").as_deref(), Some("kernel"), "{stats}");
+    assert_eq!(
+        kind_of("MEMORY_COPY_HOST_TO_DEVICE").as_deref(),
+        Some("memcpy")
+    );
+    assert_eq!(kind_of("hipMalloc").as_deref(), Some("cuda-api"));
+    assert_eq!(kind_of("solve").as_deref(), Some("nvtx"));
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("again.otf2");
+    run_ok(&["convert", s(&anchor), s(&archive)]);
+    if let Some((ok, listing)) = otf2_print(&["-G"], &archive) {
+        assert!(ok, "{listing}");
+        let kernel = listing
+            .lines()
+            .find(|l| l.starts_with("REGION") && l.contains("vector_add"))
+            .unwrap_or_else(|| panic!("{listing}"));
+        assert!(kernel.contains("HIP"), "{kernel}");
+    }
+}
+
 /// OTF2 → IR → OTF2 → IR is the identity, for Score-P's archives and for tracex's own.
 #[test]
 fn otf2_round_trips_are_exact() {

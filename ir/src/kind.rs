@@ -76,18 +76,18 @@ pub fn classify(cat: Option<&str>) -> SliceKind {
     };
     for part in cat.split(',') {
         let k = match part.trim().to_ascii_lowercase().as_str() {
-            "cuda_runtime" | "cuda_driver" | "runtime" | "driver" | "cuda_api" => {
-                SliceKind::CudaApi
-            }
-            "kernel" | "gpu_kernel" | "concurrent_kernel" => SliceKind::Kernel,
-            "gpu_memcpy" | "memcpy" => SliceKind::Memcpy,
+            // rocprofiler-sdk (rocprofv3) names its categories after its tracing domains
+            "cuda_runtime" | "cuda_driver" | "runtime" | "driver" | "cuda_api" | "hip_api"
+            | "hsa_api" => SliceKind::CudaApi,
+            "kernel" | "gpu_kernel" | "concurrent_kernel" | "kernel_dispatch" => SliceKind::Kernel,
+            "gpu_memcpy" | "memcpy" | "memory_copy" => SliceKind::Memcpy,
             "gpu_memset" | "memset" => SliceKind::Memset,
             "cuda_sync" | "synchronization" => SliceKind::Sync,
-            "nvtx" | "user_annotation" => SliceKind::Nvtx,
+            "nvtx" | "user_annotation" | "marker_api" => SliceKind::Nvtx,
             "nvtx_kernel" | "gpu_user_annotation" => SliceKind::NvtxKernel,
             "osrt" => SliceKind::Osrt,
             "mpi" => SliceKind::Mpi,
-            "cublas" | "cudnn" | "openacc" | "openmp" => SliceKind::Library,
+            "cublas" | "cudnn" | "openacc" | "openmp" | "rccl_api" => SliceKind::Library,
             _ => continue,
         };
         return k;
@@ -105,6 +105,12 @@ mod tests {
         assert_eq!(classify(Some("GPU_Kernel")), SliceKind::Kernel);
         assert_eq!(classify(Some("Memcpy")), SliceKind::Memcpy);
         assert_eq!(classify(Some("foo,nvtx")), SliceKind::Nvtx);
+        // rocprofv3's Perfetto and OTF2 outputs
+        assert_eq!(classify(Some("kernel_dispatch")), SliceKind::Kernel);
+        assert_eq!(classify(Some("memory_copy")), SliceKind::Memcpy);
+        assert_eq!(classify(Some("hip_api")), SliceKind::CudaApi);
+        assert_eq!(classify(Some("marker_api")), SliceKind::Nvtx);
+        assert_eq!(classify(Some("memory_allocation")), SliceKind::Other);
         assert_eq!(classify(Some("cpu_op")), SliceKind::Other);
         assert_eq!(classify(None), SliceKind::Other);
     }

@@ -11,15 +11,28 @@ use super::strings::Strings;
 use crate::ffi::{ArchiveWriter, AttrList, AttrValue, GlobalDefWriter, Result};
 use crate::identity::{self, Internal};
 
+/// The GPU paradigm of a category: HIP for ROCm's names (rocprofiler-sdk's domains, `hip...`,
+/// `hsa...`), CUDA otherwise.
+fn gpu_paradigm(cat: Option<&str>) -> u32 {
+    let c = cat.unwrap_or("").to_ascii_lowercase();
+    let rocm = c.contains("hip")
+        || c.contains("hsa")
+        || matches!(c.as_str(), "kernel_dispatch" | "memory_copy");
+    match rocm {
+        true => sys::OTF2_PARADIGM_HIP,
+        false => sys::OTF2_PARADIGM_CUDA,
+    }
+}
+
 /// OTF2 paradigm and region role for a slice category.
 pub fn paradigm_role(cat: Option<&str>) -> (u32, u32) {
     use sys::*;
     match classify(cat) {
-        SliceKind::CudaApi => (OTF2_PARADIGM_CUDA, OTF2_REGION_ROLE_WRAPPER),
+        SliceKind::CudaApi => (gpu_paradigm(cat), OTF2_REGION_ROLE_WRAPPER),
         SliceKind::Kernel | SliceKind::Memset | SliceKind::Sync => {
-            (OTF2_PARADIGM_CUDA, OTF2_REGION_ROLE_FUNCTION)
+            (gpu_paradigm(cat), OTF2_REGION_ROLE_FUNCTION)
         }
-        SliceKind::Memcpy => (OTF2_PARADIGM_CUDA, OTF2_REGION_ROLE_DATA_TRANSFER),
+        SliceKind::Memcpy => (gpu_paradigm(cat), OTF2_REGION_ROLE_DATA_TRANSFER),
         SliceKind::Nvtx | SliceKind::NvtxKernel => (OTF2_PARADIGM_USER, OTF2_REGION_ROLE_CODE),
         SliceKind::Mpi => (OTF2_PARADIGM_MPI, OTF2_REGION_ROLE_FUNCTION),
         SliceKind::Library => {
@@ -370,6 +383,19 @@ mod tests {
         assert_eq!(
             paradigm_role(Some("nvtx")),
             (OTF2_PARADIGM_USER, OTF2_REGION_ROLE_CODE)
+        );
+        // rocprofv3's categories
+        assert_eq!(
+            paradigm_role(Some("kernel_dispatch")),
+            (OTF2_PARADIGM_HIP, OTF2_REGION_ROLE_FUNCTION)
+        );
+        assert_eq!(
+            paradigm_role(Some("memory_copy")),
+            (OTF2_PARADIGM_HIP, OTF2_REGION_ROLE_DATA_TRANSFER)
+        );
+        assert_eq!(
+            paradigm_role(Some("hip_api")),
+            (OTF2_PARADIGM_HIP, OTF2_REGION_ROLE_WRAPPER)
         );
         assert_eq!(
             paradigm_role(Some("mpi")),

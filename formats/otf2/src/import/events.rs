@@ -335,6 +335,23 @@ impl<'a, 'c> Handler<'a, 'c> {
         Ok(())
     }
 
+    /// rocprofv3 names each Enter's tracing domain (`hip_api`, `kernel_dispatch`, ...) in a
+    /// string attribute `category`: the slice's category, as in its Perfetto output.
+    fn category_from_attribute(&mut self, slice: &mut Slice) {
+        let defs = &mut *self.ctx.defs;
+        let Some(i) = slice
+            .args
+            .iter()
+            .position(|a| defs.str(a.key) == "category")
+        else {
+            return;
+        };
+        if let Value::Str(c) = &slice.args[i].value {
+            slice.cat = Some(defs.intern(c));
+            slice.args.remove(i);
+        }
+    }
+
     /// Hands a record's details to the innermost open slice of `loc`; with no slice open, to an
     /// instant named after the record.
     fn detail(&mut self, loc: u64, ts: i64, kind: &str, f: impl FnOnce(&mut Detail)) -> Result<()> {
@@ -436,6 +453,9 @@ impl EventHandler for Handler<'_, '_> {
         let mut slice = Slice::new(track, self.map.ns(t), 0, r.name);
         slice.cat = r.cat;
         let x = self.attrs(attrs, &mut slice.args);
+        if !self.map.tracex {
+            self.category_from_attribute(&mut slice);
+        }
         slice.color = x.color;
         slice.thread_ts = x.tts;
         slice.thread_dur = x.tdur;

@@ -14,7 +14,7 @@ use tracex_ir::{
     StrId, Track, TrackId, TrackKind, Value,
 };
 
-use super::defs::Otf2Defs;
+use super::defs::{LocationGroup, Otf2Defs};
 use crate::ffi::AttrValue;
 use crate::identity::{self, Internal, TrackIdentity};
 
@@ -127,13 +127,17 @@ fn foreign_category(paradigm: u8, role: u8, on_gpu: bool) -> Option<&'static str
     paradigm_name(paradigm)
 }
 
-/// The last number in a name (`HIP Context 1` → 1).
+/// The number a name ends with, apart from letters (`HIP Context 1` → 1, `GPU[2]` → 2): not
+/// the digits of an architecture such as rocprofv3's `gfx942` or `sm_90`, nor a number inside
+/// the name (`AMD EPYC 9654 96-Core Processor`).
 fn trailing_number(s: &str) -> Option<u32> {
-    let end = s.rfind(|c: char| c.is_ascii_digit())?;
-    let start = s[..=end]
-        .rfind(|c: char| !c.is_ascii_digit())
-        .map_or(0, |i| i + 1);
-    s[start..=end].parse().ok()
+    let s = s.trim_end_matches([']', ')', ' ']);
+    let start = s.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1);
+    let before = s[..start].chars().next_back();
+    if start == s.len() || before.is_some_and(|c| c.is_alphabetic() || c == '_') {
+        return None;
+    }
+    s[start..].parse().ok()
 }
 
 /// The stream of a GPU location named like Score-P's `CUDA[0:13]` / `HIP[1:0]`.
@@ -198,7 +202,12 @@ impl Mapping {
     fn processes(&mut self, d: &Otf2Defs, defs: &mut Defs) -> Result<(), String> {
         let mut by_id = Vec::new();
         let mut next_device = 0u32;
-        for (&r, g) in &d.location_groups {
+        // Groups with locations first: devices numbered by counting are then the ones with work
+        // (rocprofv3 defines a group for every agent, CPUs included).
+        let used: FxHashSet<u32> = d.locations.values().map(|l| l.group).collect();
+        let mut groups: Vec<(&u32, &LocationGroup)> = d.location_groups.iter().collect();
+        groups.sort_by_key(|(r, _)| (!used.contains(r), **r));
+        for (&r, g) in groups {
             if self.tracex {
                 match d.property(&g.props, identity::PROCESS_PROPERTY) {
                     Some(json) => {
@@ -644,6 +653,10 @@ mod tests {
     fn names_and_categories() {
         assert_eq!(trailing_number("HIP Context 12"), Some(12));
         assert_eq!(trailing_number("main"), None);
+        assert_eq!(trailing_number("GPU[2]"), Some(2));
+        assert_eq!(trailing_number("gfx942"), None);
+        assert_eq!(trailing_number("sm_90"), None);
+        assert_eq!(trailing_number("AMD EPYC 9654 96-Core Processor"), None);
         assert_eq!(stream_from_name("CUDA[0:13]"), Some(13));
         assert_eq!(stream_from_name("HIP[1:0]"), Some(0));
         assert_eq!(stream_from_name("stream"), None);
