@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Converts generated large traces and prints throughput and peak RSS for each conversion.
-# Usage: scripts/bench.sh [section...]   (sections: chrome otf2 merge nsys perfetto android series;
-# default: all)
+# Usage: scripts/bench.sh [section...]   (sections: chrome otf2 otf2-mpi merge nsys perfetto android
+# series; default: all)
+# otf2-mpi: a Score-P-shaped MPI archive (scripts/gen-scorep-mpi.py, needs python3-otf2).
 # perfetto: set TRACEX_NSYS_PERFETTER=/path/to/nsys-perfetter (a checkout, not part of tracex) to
 # also time it on the same export.
 # merge: set TRACEX_REFERENCE_MERGE=/path/to/merge_gpu_cpu_trace.py to also time the reference
@@ -25,7 +26,7 @@ gen=target/release/tracex-gen
 out=bench-out
 mkdir -p "$out"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 merge nsys perfetto android series)
+[ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 otf2-mpi merge nsys perfetto android series)
 
 # measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, CPU time,
 # MB/s and peak RSS; leaves wall and CPU seconds in $last_wall and $last_cpu.
@@ -115,6 +116,21 @@ for s in "${sections[@]}"; do
       a=$out/chrome-2m.otf2
       measure "otf2 -> chrome json (import)" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/otf2-2m.json"
       measure "otf2 -> otf2" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/otf2-2m.otf2"
+      ;;
+    otf2-mpi)
+      # An archive as Score-P writes an MPI program's: messages, collectives and I/O records
+      # whose details become slice arguments (8 ranks x 25000 iterations, 2M events).
+      a=$out/scorep-mpi/traces.otf2
+      if [ ! -f "$a" ]; then
+        if ! /usr/bin/python3 -c "import otf2" 2>/dev/null; then
+          echo "== otf2-mpi: skipped, python3-otf2 is not installed (scripts/setup.sh)"
+          continue
+        fi
+        /usr/bin/python3 scripts/gen-scorep-mpi.py "$out/scorep-mpi" 8 25000
+      fi
+      echo "== otf2-mpi: $(archive_size "$out/scorep-mpi/traces.otf2") bytes, 2M events"
+      measure "score-p mpi -> chrome json" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/scorep-mpi.json"
+      measure "score-p mpi -> pftrace" "$(archive_size "$a")" "$bin" -q convert -f "$a" "$out/scorep-mpi.pftrace"
       ;;
     merge)
       # The GPU flame-graph merge: uprobe CPU stacks + CUPTI records -> folded.

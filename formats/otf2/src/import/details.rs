@@ -3,7 +3,9 @@
 //! region is open and written as arguments of its slice when it is left, so that a viewer shows
 //! an `MPI_Send`'s bytes, peer and tag, or a `read`'s file and bytes, where Vampir shows them.
 
-use tracex_ir::{defs::set_arg, Args, Defs, Value};
+use std::borrow::Cow;
+
+use tracex_ir::{defs::set_arg, Args, Defs, StrId, Value};
 
 use super::defs::Otf2Defs;
 
@@ -40,6 +42,54 @@ struct Messages {
     bytes: u64,
     peer: Same<u32>,
     tag: Same<u32>,
+}
+
+/// The argument keys, interned once per archive.
+pub struct Keys {
+    send: [StrId; 4],
+    recv: [StrId; 4],
+    collective: StrId,
+    root: StrId,
+    coll_sent: StrId,
+    coll_received: StrId,
+    coll_count: StrId,
+    communicator: StrId,
+    io_operation: StrId,
+    io_file: StrId,
+    io_requested: StrId,
+    io_bytes: StrId,
+    io_count: StrId,
+}
+
+impl Keys {
+    pub fn new(defs: &mut Defs) -> Keys {
+        let mut k = |s: &str| defs.intern(s);
+        Keys {
+            send: [
+                k("send_to"),
+                k("send_tag"),
+                k("send_bytes"),
+                k("send_count"),
+            ],
+            recv: [
+                k("recv_from"),
+                k("recv_tag"),
+                k("recv_bytes"),
+                k("recv_count"),
+            ],
+            collective: k("collective"),
+            root: k("root"),
+            coll_sent: k("collective_bytes_sent"),
+            coll_received: k("collective_bytes_received"),
+            coll_count: k("collective_count"),
+            communicator: k("communicator"),
+            io_operation: k("io_operation"),
+            io_file: k("io_file"),
+            io_requested: k("io_bytes_requested"),
+            io_bytes: k("io_bytes"),
+            io_count: k("io_count"),
+        }
+    }
 }
 
 /// The details of one region (see the module comment).
@@ -99,67 +149,66 @@ impl Detail {
         }
     }
 
-    /// Writes what was gathered as arguments (`docs/formats/otf2.md` lists them).
-    pub fn write(&self, d: &Otf2Defs, defs: &mut Defs, args: &mut Args) {
-        let mut put = |key: &str, value: Value| {
-            let key = defs.intern(key);
-            set_arg(args, key, value);
-        };
-        for (m, prefix, peer) in [
-            (&self.sent, "send", "send_to"),
-            (&self.received, "recv", "recv_from"),
-        ] {
+    /// Writes what was gathered as arguments (`docs/formats/otf2.md` lists them). Names that
+    /// repeat on every call (communicators, operations, files) are interned.
+    pub fn write(&self, d: &Otf2Defs, defs: &mut Defs, k: &Keys, args: &mut Args) {
+        let uint = |v: u64| Value::UInt(v);
+        for (m, [peer, tag, bytes, count]) in [(&self.sent, k.send), (&self.received, k.recv)] {
             if m.count == 0 {
                 continue;
             }
             if let Some(p) = m.peer.one() {
-                put(peer, Value::UInt(p.into()));
+                set_arg(args, peer, uint(p.into()));
             }
             if let Some(t) = m.tag.one() {
-                put(&format!("{prefix}_tag"), Value::UInt(t.into()));
+                set_arg(args, tag, uint(t.into()));
             }
-            put(&format!("{prefix}_bytes"), Value::UInt(m.bytes));
+            set_arg(args, bytes, uint(m.bytes));
             if m.count > 1 {
-                put(&format!("{prefix}_count"), Value::UInt(m.count));
+                set_arg(args, count, uint(m.count));
             }
         }
         if self.collectives > 0 {
             if let Some(op) = self.op.one() {
-                put("collective", Value::Str(collective_name(op).into()));
+                let name = defs.intern(&collective_name(op));
+                set_arg(args, k.collective, Value::Sym(name));
             }
             let undefined = otf2_sys::OTF2_UNDEFINED_UINT32;
             if let Some(root) = self.root.one().filter(|&r| r != undefined) {
-                put("root", Value::UInt(root.into()));
+                set_arg(args, k.root, uint(root.into()));
             }
-            put("collective_bytes_sent", Value::UInt(self.coll_sent));
-            put("collective_bytes_received", Value::UInt(self.coll_received));
+            set_arg(args, k.coll_sent, uint(self.coll_sent));
+            set_arg(args, k.coll_received, uint(self.coll_received));
             if self.collectives > 1 {
-                put("collective_count", Value::UInt(self.collectives));
+                set_arg(args, k.coll_count, uint(self.collectives));
             }
         }
         if let Some(name) = self.comm.one().and_then(|c| d.comm_names.get(&c)) {
-            put("communicator", Value::Str(d.s(*name).into()));
+            let name = defs.intern(d.s(*name));
+            set_arg(args, k.communicator, Value::Sym(name));
         }
         if self.io_ops > 0 || self.io_done > 0 {
             if let Some(mode) = self.io_mode.one() {
-                put("io_operation", Value::Str(io_mode_name(mode).into()));
+                let name = defs.intern(&io_mode_name(mode));
+                set_arg(args, k.io_operation, Value::Sym(name));
             }
             if let Some(file) = self.io_handle.one().and_then(|h| d.io_target(h)) {
-                put("io_file", Value::Str(file.into()));
+                let file = defs.intern(file);
+                set_arg(args, k.io_file, Value::Sym(file));
             }
             if self.io_ops > 0 {
-                put("io_bytes_requested", Value::UInt(self.io_requested));
+                set_arg(args, k.io_requested, uint(self.io_requested));
             }
-            put("io_bytes", Value::UInt(self.io_done));
+            set_arg(args, k.io_bytes, uint(self.io_done));
             if self.io_ops > 1 {
-                put("io_count", Value::UInt(self.io_ops));
+                set_arg(args, k.io_count, uint(self.io_ops));
             }
         }
     }
 }
 
 /// The name of an `OTF2_CollectiveOp`, as `otf2-print` writes it.
-fn collective_name(op: u8) -> String {
+fn collective_name(op: u8) -> Cow<'static, str> {
     const NAMES: [&str; 23] = [
         "BARRIER",
         "BCAST",
@@ -186,18 +235,18 @@ fn collective_name(op: u8) -> String {
         "DESTROY_HANDLE_AND_DEALLOCATE",
     ];
     match NAMES.get(op as usize) {
-        Some(n) => n.to_string(),
-        None => format!("collective operation {op}"),
+        Some(n) => Cow::Borrowed(n),
+        None => Cow::Owned(format!("collective operation {op}")),
     }
 }
 
 /// The name of an `OTF2_IoOperationMode`.
-fn io_mode_name(mode: u8) -> String {
+fn io_mode_name(mode: u8) -> Cow<'static, str> {
     match mode {
         0 => "read".into(),
         1 => "write".into(),
         2 => "flush".into(),
-        m => format!("I/O mode {m}"),
+        m => format!("I/O mode {m}").into(),
     }
 }
 
@@ -228,8 +277,9 @@ mod tests {
         d.message(false, 1, 0, 8, 256);
         d.message(false, 1, 0, 9, 64);
         let mut defs = Defs::default();
+        let keys = Keys::new(&mut defs);
         let mut args = Args::new();
-        d.write(&Otf2Defs::default(), &mut defs, &mut args);
+        d.write(&Otf2Defs::default(), &mut defs, &keys, &mut args);
         let text: Vec<String> = args
             .iter()
             .map(|a| format!("{}={:?}", defs.str(a.key), a.value))

@@ -13,7 +13,7 @@ use tracex_ir::track::{FlowPairer, PendingFlowPoint};
 use tracex_ir::{Arg, Args, Event, ImportCtx, Location, Num, StackId, StrId, TrackId, Value};
 
 use super::defs::Otf2Defs;
-use super::details::Detail;
+use super::details::{Detail, Keys};
 use super::mapping::{paradigm_name, AttrMap, LocKind, Mapping};
 use crate::diag as d;
 use crate::ffi::reader::ParamVal;
@@ -88,6 +88,8 @@ pub struct Handler<'a, 'c> {
     callsite_key: Option<StrId>,
     /// Locations whose measurement is off, since when.
     off: FxHashMap<u64, i64>,
+    /// The argument keys of [`Detail`].
+    keys: Keys,
     /// Event records seen per location (compared with what libotf2 read).
     pub seen: FxHashMap<u64, u64>,
     pub unmapped: u64,
@@ -98,6 +100,7 @@ pub struct Handler<'a, 'c> {
 impl<'a, 'c> Handler<'a, 'c> {
     pub fn new(ctx: &'a mut ImportCtx<'c>, map: Mapping, d: &'a Otf2Defs) -> Self {
         let callsite_key = ctx.defs.strings.lookup("callsite id");
+        let keys = Keys::new(ctx.defs);
         Handler {
             ctx,
             map,
@@ -111,6 +114,7 @@ impl<'a, 'c> Handler<'a, 'c> {
             callsites: FxHashMap::default(),
             callsite_key,
             off: FxHashMap::default(),
+            keys,
             seen: FxHashMap::default(),
             unmapped: 0,
             first_unmapped: None,
@@ -207,7 +211,7 @@ impl<'a, 'c> Handler<'a, 'c> {
     fn close(&mut self, o: Open, ts: Option<i64>) -> Result<()> {
         let mut s = o.slice;
         if let Some(detail) = o.detail {
-            detail.write(self.d, self.ctx.defs, &mut s.args);
+            detail.write(self.d, self.ctx.defs, &self.keys, &mut s.args);
         }
         s.dur = match ts {
             Some(t) if t >= s.ts => Some(t - s.ts),
@@ -366,7 +370,7 @@ impl<'a, 'c> Handler<'a, 'c> {
         let mut detail = Detail::default();
         f(&mut detail);
         let mut args = Args::new();
-        detail.write(self.d, self.ctx.defs, &mut args);
+        detail.write(self.d, self.ctx.defs, &self.keys, &mut args);
         let name = self.ctx.defs.intern(kind);
         self.emit(Event::Instant(Instant {
             args,
