@@ -50,10 +50,8 @@ pub struct Otf2Defs {
     pub locations: BTreeMap<u64, Location>,
     pub regions: FxHashMap<u32, RegionDef>,
     pub groups: BTreeMap<u32, Group>,
-    /// comm → its group.
-    pub comms: FxHashMap<u32, u32>,
-    /// comm → its name.
-    pub comm_names: FxHashMap<u32, u32>,
+    /// comm → (its group, its name).
+    pub comms: FxHashMap<u32, (u32, u32)>,
     /// I/O file or directory → its name.
     pub io_files: FxHashMap<u32, u32>,
     /// I/O handle → (its name, its file).
@@ -208,8 +206,7 @@ impl DefHandler for Otf2Defs {
         Ok(())
     }
     fn comm(&mut self, r: u32, name: u32, group: u32, _parent: u32) -> Result<()> {
-        self.comms.insert(r, group);
-        self.comm_names.insert(r, name);
+        self.comms.insert(r, (group, name));
         Ok(())
     }
     fn io_file(&mut self, r: u32, name: u32) -> Result<()> {

@@ -152,20 +152,19 @@ impl Detail {
     /// Writes what was gathered as arguments (`docs/formats/otf2.md` lists them). Names that
     /// repeat on every call (communicators, operations, files) are interned.
     pub fn write(&self, d: &Otf2Defs, defs: &mut Defs, k: &Keys, args: &mut Args) {
-        let uint = |v: u64| Value::UInt(v);
         for (m, [peer, tag, bytes, count]) in [(&self.sent, k.send), (&self.received, k.recv)] {
             if m.count == 0 {
                 continue;
             }
             if let Some(p) = m.peer.one() {
-                set_arg(args, peer, uint(p.into()));
+                set_arg(args, peer, Value::UInt(p.into()));
             }
             if let Some(t) = m.tag.one() {
-                set_arg(args, tag, uint(t.into()));
+                set_arg(args, tag, Value::UInt(t.into()));
             }
-            set_arg(args, bytes, uint(m.bytes));
+            set_arg(args, bytes, Value::UInt(m.bytes));
             if m.count > 1 {
-                set_arg(args, count, uint(m.count));
+                set_arg(args, count, Value::UInt(m.count));
             }
         }
         if self.collectives > 0 {
@@ -175,16 +174,16 @@ impl Detail {
             }
             let undefined = otf2_sys::OTF2_UNDEFINED_UINT32;
             if let Some(root) = self.root.one().filter(|&r| r != undefined) {
-                set_arg(args, k.root, uint(root.into()));
+                set_arg(args, k.root, Value::UInt(root.into()));
             }
-            set_arg(args, k.coll_sent, uint(self.coll_sent));
-            set_arg(args, k.coll_received, uint(self.coll_received));
+            set_arg(args, k.coll_sent, Value::UInt(self.coll_sent));
+            set_arg(args, k.coll_received, Value::UInt(self.coll_received));
             if self.collectives > 1 {
-                set_arg(args, k.coll_count, uint(self.collectives));
+                set_arg(args, k.coll_count, Value::UInt(self.collectives));
             }
         }
-        if let Some(name) = self.comm.one().and_then(|c| d.comm_names.get(&c)) {
-            let name = defs.intern(d.s(*name));
+        if let Some(&(_, name)) = self.comm.one().and_then(|c| d.comms.get(&c)) {
+            let name = defs.intern(d.s(name));
             set_arg(args, k.communicator, Value::Sym(name));
         }
         if self.io_ops > 0 || self.io_done > 0 {
@@ -197,11 +196,11 @@ impl Detail {
                 set_arg(args, k.io_file, Value::Sym(file));
             }
             if self.io_ops > 0 {
-                set_arg(args, k.io_requested, uint(self.io_requested));
+                set_arg(args, k.io_requested, Value::UInt(self.io_requested));
             }
-            set_arg(args, k.io_bytes, uint(self.io_done));
+            set_arg(args, k.io_bytes, Value::UInt(self.io_done));
             if self.io_ops > 1 {
-                set_arg(args, k.io_count, uint(self.io_ops));
+                set_arg(args, k.io_count, Value::UInt(self.io_ops));
             }
         }
     }

@@ -207,20 +207,26 @@ impl<'a, 'c> Handler<'a, 'c> {
             .map_err(|e| crate::ffi::Otf2Error::other(e.to_string()))
     }
 
+    /// The duration of a slice from `from` to `to` (`None`: never ended); 0, counted, when the
+    /// end comes before the begin.
+    fn duration(&mut self, from: i64, to: Option<i64>) -> Option<i64> {
+        match to {
+            Some(t) if t >= from => Some(t - from),
+            Some(_) => {
+                self.diag(&d::IMPORT_TIME_BACKWARDS);
+                Some(0)
+            }
+            None => None,
+        }
+    }
+
     /// Emits an open slice ended at `ts` (`None`: never ended).
     fn close(&mut self, o: Open, ts: Option<i64>) -> Result<()> {
         let mut s = o.slice;
         if let Some(detail) = o.detail {
             detail.write(self.d, self.ctx.defs, &self.keys, &mut s.args);
         }
-        s.dur = match ts {
-            Some(t) if t >= s.ts => Some(t - s.ts),
-            Some(_) => {
-                self.diag(&d::IMPORT_TIME_BACKWARDS);
-                Some(0)
-            }
-            None => None,
-        };
+        s.dur = self.duration(s.ts, ts);
         if o.instant && s.dur == Some(0) {
             return self.emit(Event::Instant(Instant {
                 track: s.track,
@@ -392,14 +398,7 @@ impl<'a, 'c> Handler<'a, 'c> {
         let name = self.ctx.defs.intern(name);
         let mut s = Slice::new(track, from, 0, name);
         s.cat = Some(self.ctx.defs.intern("measurement_system"));
-        s.dur = match to {
-            Some(t) if t >= from => Some(t - from),
-            Some(_) => {
-                self.diag(&d::IMPORT_TIME_BACKWARDS);
-                Some(0)
-            }
-            None => None,
-        };
+        s.dur = self.duration(from, to);
         self.emit(Event::Slice(s))
     }
 

@@ -601,7 +601,7 @@ impl Mapping {
 
     /// The location of rank `rank` in communicator `comm`, seen from location `me`.
     pub fn rank_location(&self, d: &Otf2Defs, comm: u32, rank: u32, me: u64) -> Option<u64> {
-        let g = d.groups.get(d.comms.get(&comm)?)?;
+        let g = d.groups.get(&d.comms.get(&comm)?.0)?;
         match g.ty as u32 {
             sys::OTF2_GROUP_TYPE_COMM_SELF => Some(me),
             sys::OTF2_GROUP_TYPE_COMM_LOCATIONS => g.members.get(rank as usize).copied(),
