@@ -43,6 +43,9 @@ enum What {
 pub struct Tracks {
     next_uuid: u64,
     uuids: FxHashMap<What, u64>,
+    /// The uuids of `What::Track`s (also in `uuids`), indexed by `TrackId` (0: none yet): found
+    /// on every event, where hashing them was a twentieth of the writer's instructions.
+    track_uuids: Vec<u64>,
     /// Written descriptors in order, with what they were, to write changed ones again.
     written: Vec<(What, TrackDescriptor, Option<XTrack>)>,
     pids: FxHashMap<ProcessId, i32>,
@@ -109,6 +112,15 @@ impl Tracks {
     }
 
     fn uuid(&mut self, defs: &Defs, q: &mut Queue, what: What) -> u64 {
+        let dense = match what {
+            What::Track(t) => Some(t.0 as usize),
+            _ => None,
+        };
+        if let Some(&u) = dense.and_then(|i| self.track_uuids.get(i)) {
+            if u != 0 {
+                return u;
+            }
+        }
         if let Some(&u) = self.uuids.get(&what) {
             return u;
         }
@@ -117,6 +129,12 @@ impl Tracks {
         self.next_uuid += 1;
         let uuid = self.next_uuid;
         self.uuids.insert(what, uuid);
+        if let Some(i) = dense {
+            if i >= self.track_uuids.len() {
+                self.track_uuids.resize(i + 1, 0);
+            }
+            self.track_uuids[i] = uuid;
+        }
         let desc = TrackDescriptor {
             uuid: Some(uuid),
             ..desc
