@@ -461,6 +461,54 @@ mod tests {
         );
     }
 
+    /// Every field of an event's packet, written by hand, decodes through prost as prost
+    /// would have written it, in prost's own byte order (which a packet of prost's with the
+    /// same fields and no payload shows), the length in front counting them all.
+    #[test]
+    fn hand_encoded_packet_fields_are_prosts() {
+        use crate::pb::trace_packet::OptionalTrustedPacketSequenceId as Seq;
+        let pb = TracePacket {
+            timestamp: Some(300),
+            timestamp_clock_id: Some(64),
+            interned_data: Some(Box::new(crate::pb::InternedData {
+                event_names: vec![crate::pb::EventName {
+                    iid: Some(1),
+                    name: Some("k".into()),
+                }],
+                ..Default::default()
+            })),
+            sequence_flags: Some(2),
+            incremental_state_cleared: Some(true),
+            trace_packet_defaults: Some(Box::new(crate::pb::TracePacketDefaults {
+                timestamp_clock_id: Some(64),
+                ..Default::default()
+            })),
+            previous_packet_dropped: Some(1),
+            tracex: Some(Box::new(crate::pb::tracex::Extra {
+                color: Some("good".into()),
+                ..Default::default()
+            })),
+            data: None,
+            optional_trusted_packet_sequence_id: Some(Seq::TrustedPacketSequenceId(1)),
+        };
+        let mut header = Vec::new();
+        put_header(&pb, &mut header);
+        assert_eq!(header, pb.encode_to_vec());
+
+        let ev = TrackEvent {
+            name_iid: Some(1),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        Packet::event(ev, pb.clone()).put(&mut out);
+        let back = TracePacket::decode_length_delimited(&out[1..]).unwrap();
+        let Some(crate::pb::trace_packet::Data::TrackEvent(te)) = &back.data else {
+            panic!("no track event");
+        };
+        assert_eq!(te.name_field, Some(TeName::NameIid(1)));
+        assert_eq!(TracePacket { data: None, ..back }, pb);
+    }
+
     /// What prost would have built for a scalar annotation.
     fn prost_scalar(name: u64, v: &Scalar<'_>) -> DebugAnnotation {
         DebugAnnotation {
