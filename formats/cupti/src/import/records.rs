@@ -91,18 +91,24 @@ impl Batch {
         text.push_str(more);
         let (head, more) = text[start..].split_at(head.len());
         let at = |part: &str| ahead::span(text, part);
-        let parsed = record::parse(head).map(|mut rec| {
-            record::push_fields(more, rec.fields.to_mut());
-            let (t, f) = (times.len(), fields.len());
-            times.extend_from_slice(&rec.times);
-            fields.extend(rec.fields.iter().map(|f| (at(f.key), at(f.value))));
-            Parsed {
-                kind: at(rec.kind),
-                label: rec.label.map(at),
-                times: t..times.len(),
-                fields: f..fields.len(),
+        let (t, f) = (times.len(), fields.len());
+        let parsed = match record::parse_head(head, times) {
+            Ok((kind, label, rest)) => {
+                for part in [rest, more] {
+                    record::for_each_field(part, |x| fields.push((at(x.key), at(x.value))));
+                }
+                Ok(Parsed {
+                    kind: at(kind),
+                    label: label.map(at),
+                    times: t..times.len(),
+                    fields: f..fields.len(),
+                })
             }
-        });
+            Err(why) => {
+                times.truncate(t);
+                Err(why)
+            }
+        };
         items.push(Item::Record { line, parsed });
     }
 }
