@@ -23,6 +23,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use tracex_ir::io::OutputTarget;
+use tracex_ir::trackmap::TrackMap;
 use tracex_ir::{
     Defs, Diagnostics, Event, Instant, Location, Num, ProcessKind, Result, Sample, Sink, Slice,
     TrackId,
@@ -56,13 +57,11 @@ pub struct Exporter {
     offset: Option<i64>,
     /// The time of the events being written (Perfetto time).
     now: i64,
-    /// Per track (indexed by `TrackId`, which are dense): its open slices.
-    open: Vec<Vec<Open>>,
+    open: TrackMap<Vec<Open>>,
     ends: BinaryHeap<Reverse<(i64, Reverse<u64>, TrackId)>>,
     next_order: u64,
-    /// Per track (as `open`): the time and packet number of the first slice that began at that
-    /// time.
-    first_begin: Vec<Option<(i64, u64)>>,
+    /// Per track: the time and packet number of the first slice that began at that time.
+    first_begin: TrackMap<(i64, u64)>,
     events: u64,
 }
 
@@ -78,10 +77,10 @@ impl Exporter {
             default_track: None,
             offset: None,
             now: i64::MIN,
-            open: Vec::new(),
+            open: TrackMap::default(),
             ends: BinaryHeap::new(),
             next_order: 0,
-            first_begin: Vec::new(),
+            first_begin: TrackMap::default(),
             events: 0,
         })
     }
@@ -188,7 +187,7 @@ impl Exporter {
 
     /// Writes the END of the innermost open slice of `track`.
     fn close(&mut self, defs: &Defs, track: TrackId, end: i64) {
-        let Some(stack) = self.open.get_mut(track.0 as usize) else {
+        let Some(stack) = self.open.get_mut(track) else {
             return;
         };
         // an emptied stack stays: the track's next slice reuses its allocation
@@ -300,14 +299,9 @@ impl Exporter {
             }
         }
         let n = self.push_event(t, ev, extra);
-        let i = s.track.0 as usize;
-        if i >= self.open.len() {
-            self.open.resize_with(i + 1, Vec::new);
-            self.first_begin.resize(i + 1, None);
-        }
-        match self.first_begin[i] {
-            Some((at, _)) if at == t => {}
-            _ => self.first_begin[i] = Some((t, n)),
+        match self.first_begin.get(s.track) {
+            Some(&(at, _)) if at == t => {}
+            _ => self.first_begin.insert(s.track, (t, n)),
         }
         let order = self.next_order;
         self.next_order += 1;
@@ -316,7 +310,7 @@ impl Exporter {
         if let Some(d) = s.dur {
             self.ends.push(Reverse((t + d, Reverse(order), s.track)));
         }
-        self.open[i].push(Open {
+        self.open.get_or_default(s.track).push(Open {
             begin: t,
             begin_packet: n,
             end_event,
@@ -487,8 +481,8 @@ impl Sink for Exporter {
                 let t = self.time(defs, diag, f.ts);
                 self.advance(defs, t, false)?;
                 let carrier = flows::Carriers {
-                    open: self.open.get_mut(f.track.0 as usize),
-                    first_begin: self.first_begin.get(f.track.0 as usize).copied().flatten(),
+                    open: self.open.get_mut(f.track),
+                    first_begin: self.first_begin.get(f.track).copied(),
                 };
                 self.flows.point(
                     defs,

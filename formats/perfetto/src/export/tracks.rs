@@ -15,6 +15,7 @@
 //! content changed (tracex and, for tracks that are never merged, Perfetto take the last one).
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use tracex_ir::trackmap::TrackMap;
 use tracex_ir::{CounterId, Defs, ProcessId, ProcessKind, ThreadId, TrackId, TrackKind};
 
 use super::args::typed;
@@ -43,9 +44,9 @@ enum What {
 pub struct Tracks {
     next_uuid: u64,
     uuids: FxHashMap<What, u64>,
-    /// The uuids of `What::Track`s (also in `uuids`), indexed by `TrackId` (0: none yet): found
-    /// on every event, where hashing them was a twentieth of the writer's instructions.
-    track_uuids: Vec<u64>,
+    /// The uuids of `What::Track`s (also in `uuids`) by index: found on every event, where
+    /// hashing them was a twentieth of the writer's instructions.
+    track_uuids: TrackMap<u64>,
     /// Written descriptors in order, with what they were, to write changed ones again.
     written: Vec<(What, TrackDescriptor, Option<XTrack>)>,
     pids: FxHashMap<ProcessId, i32>,
@@ -112,14 +113,12 @@ impl Tracks {
     }
 
     fn uuid(&mut self, defs: &Defs, q: &mut Queue, what: What) -> u64 {
-        let dense = match what {
-            What::Track(t) => Some(t.0 as usize),
+        let track = match what {
+            What::Track(t) => Some(t),
             _ => None,
         };
-        if let Some(&u) = dense.and_then(|i| self.track_uuids.get(i)) {
-            if u != 0 {
-                return u;
-            }
+        if let Some(&u) = track.and_then(|t| self.track_uuids.get(t)) {
+            return u;
         }
         if let Some(&u) = self.uuids.get(&what) {
             return u;
@@ -129,11 +128,8 @@ impl Tracks {
         self.next_uuid += 1;
         let uuid = self.next_uuid;
         self.uuids.insert(what, uuid);
-        if let Some(i) = dense {
-            if i >= self.track_uuids.len() {
-                self.track_uuids.resize(i + 1, 0);
-            }
-            self.track_uuids[i] = uuid;
+        if let Some(t) = track {
+            self.track_uuids.insert(t, uuid);
         }
         let desc = TrackDescriptor {
             uuid: Some(uuid),
