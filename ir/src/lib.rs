@@ -23,6 +23,7 @@
 pub mod ahead;
 pub mod builder;
 pub mod codec;
+pub mod decimal;
 pub mod defs;
 pub mod diag;
 pub mod dump;

@@ -21,8 +21,7 @@ pub fn push_micros(out: &mut Vec<u8>, ns: i64) {
     if neg {
         out.push(b'-');
     }
-    let mut buf = itoa::Buffer::new();
-    out.extend_from_slice(buf.format(abs / 1000).as_bytes());
+    crate::decimal::push_u64(out, abs / 1000);
     let frac = (abs % 1000) as u16;
     out.extend_from_slice(&[
         b'.',

@@ -91,8 +91,8 @@ pub fn push_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Appends an integer.
-pub fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+pub fn push_int(out: &mut Vec<u8>, v: impl tracex_ir::decimal::Decimal) {
+    tracex_ir::decimal::push(out, v);
 }
 
 /// Appends a value; false when it could not be written as is (NaN or ∞ became `null`).
