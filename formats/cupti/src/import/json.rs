@@ -17,7 +17,10 @@ use crate::diag as d;
 
 /// Reads CUPTI Chrome JSON from `reader` into `ctx`.
 pub fn import<R: Read + Send>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
-    let mut state = State::default();
+    let mut state = State {
+        corr: Correlation::sized_for(ctx.progress.total()),
+        ..State::default()
+    };
     // CUPTI's default timestamps are Unix-epoch ns; known before the first event, so that
     // exporters can write times from an origin (a `baseTimeNanoseconds` in the input wins)
     ctx.defs.clock.origin_unix_ns = Some(0);

@@ -21,7 +21,10 @@ use crate::diag as d;
 /// Reads CUPTI text records from `reader` into `ctx`: the lines are read and the records
 /// parsed on a thread of their own ([`records`]).
 pub fn import<R: Read + Send>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
-    let mut imp = TextImporter::default();
+    let mut imp = TextImporter {
+        corr: Correlation::sized_for(ctx.progress.total()),
+        ..TextImporter::default()
+    };
     // CUPTI's default timestamps are Unix-epoch ns; known before the first event, so that
     // exporters can write times from an origin
     ctx.defs.clock.origin_unix_ns = Some(0);
