@@ -259,10 +259,10 @@ fn kernel_args(
             imp.arg(defs, args, "mangled_name", Value::Sym(text));
         }
     }
-    for key in ["grid", "block", "cluster"] {
+    for (kind, key) in ["grid", "block", "cluster"].into_iter().enumerate() {
         if let Some(d) = dims(c) {
             if key != "cluster" || d != [0, 0, 0] {
-                let v = Value::JsonSym(imp.shape(defs, d));
+                let v = Value::JsonSym(imp.shape(defs, kind, d));
                 imp.arg(defs, args, key, v);
             }
         }

@@ -78,6 +78,9 @@ pub struct Importer<'c> {
     labels: FxHashMap<(Enum, i64), StrId>,
     /// Kernel shapes (`[x,y,z]`), interned.
     shapes: FxHashMap<[i64; 3], StrId>,
+    /// The last shape of each kind (grid, block, cluster) and its text: consecutive kernels
+    /// mostly share them, and the map look-up was 3% of the merge's thread.
+    last_shapes: [Option<([i64; 3], StrId)>; 3],
 }
 
 impl<'c> Importer<'c> {
@@ -102,6 +105,7 @@ impl<'c> Importer<'c> {
             tables: Vec::new(),
             labels: FxHashMap::default(),
             shapes: FxHashMap::default(),
+            last_shapes: [None; 3],
         }
     }
 
@@ -200,11 +204,19 @@ impl<'c> Importer<'c> {
 
     /// A grid, block or cluster shape as the JSON text `[x,y,z]`, interned: shapes repeat, so
     /// no text is made per kernel (and freed by the writer's thread).
-    pub fn shape(&mut self, defs: &mut Defs, d: [i64; 3]) -> StrId {
-        *self
+    /// `kind`: 0 for a grid, 1 a block, 2 a cluster.
+    pub fn shape(&mut self, defs: &mut Defs, kind: usize, d: [i64; 3]) -> StrId {
+        if let Some((last, id)) = self.last_shapes[kind] {
+            if last == d {
+                return id;
+            }
+        }
+        let id = *self
             .shapes
             .entry(d)
-            .or_insert_with(|| defs.intern(&shape_text(d)))
+            .or_insert_with(|| defs.intern(&shape_text(d)));
+        self.last_shapes[kind] = Some((d, id));
+        id
     }
 
     /// Reads one argument column as `how` says; NULL gives no argument. Arguments never fail a
