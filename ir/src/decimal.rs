@@ -106,6 +106,21 @@ mod tests {
             push(&mut out, v);
             assert_eq!(out, v.to_string().into_bytes());
         }
+        // every digit count, from a pseudo-random sweep
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut out = Vec::new();
+        for i in 0..100_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = x >> (i % 64);
+            out.clear();
+            push_u64(&mut out, v);
+            assert_eq!(out, v.to_string().into_bytes());
+            out.clear();
+            push_i64(&mut out, v as i64);
+            assert_eq!(out, (v as i64).to_string().into_bytes());
+        }
         let mut out = Vec::new();
         push(&mut out, 42u32);
         push(&mut out, -7i32);
