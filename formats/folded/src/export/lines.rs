@@ -232,7 +232,6 @@ pub fn write(
     let mut renamed = 0u64;
     let mut written = Written::default();
     let mut buf = Vec::with_capacity(1 << 16);
-    let mut num = itoa::Buffer::new();
     // The path being walked: its text, and per level (blocks left, text length, renamed frames).
     let mut path: Vec<u8> = Vec::new();
     let mut stack: Vec<(Vec<Block>, usize, u64)> = vec![(blocks(n), 0, 0)];
@@ -252,10 +251,10 @@ pub fn write(
                 buf.extend_from_slice(name.as_bytes());
                 buf.push(b' ');
                 if weights.differential {
-                    buf.extend_from_slice(num.format(before).as_bytes());
+                    tracex_ir::decimal::push(&mut buf, before);
                     buf.push(b' ');
                 }
-                buf.extend_from_slice(num.format(w).as_bytes());
+                tracex_ir::decimal::push(&mut buf, w);
                 buf.push(b'\n');
                 if buf.len() >= 1 << 16 {
                     out.write_all(&buf)?;
