@@ -11,6 +11,7 @@ mod memlimit;
 mod nsys_rep;
 mod pipeline;
 mod progress;
+mod sched;
 mod split;
 mod term;
 mod version;
@@ -33,6 +34,8 @@ fn start_memory_limit(size: Option<&str>) -> anyhow::Result<()> {
 fn main() -> ExitCode {
     #[cfg(feature = "mimalloc")]
     allocator::init();
+    // before any thread starts: they inherit it
+    sched::init();
     // --color is known before clap parses, so that clap's errors are coloured as ours are
     let color = term::color_from_args(std::env::args_os());
     term::init(color);
