@@ -6,7 +6,7 @@
 //! smallest. Memory: a few batches per stream plus the events made at emission time.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
@@ -199,42 +199,97 @@ fn reorder(
     at: impl Fn(i64) -> Location,
 ) -> Result<()> {
     let columns = out.columns;
-    // rows held back (rowid, taken) and their cells, in storage order
-    let mut held: VecDeque<(i64, bool)> = VecDeque::with_capacity(near.depth + 1);
-    let mut cells: VecDeque<SqlValue> = VecDeque::with_capacity((near.depth + 1) * columns);
+    let mut held = Held::new(near.depth, columns);
     let mut read = i64::MIN;
     let mut end = false;
     for &rowid in &near.schedule {
         // read past `rowid` (a join may give several rows of one rowid)
         while !end && read <= rowid {
-            match rows.next()? {
-                Some(row) => {
-                    read = row.rowid();
-                    held.push_back((read, false));
-                    cells.extend((0..columns).map(|i| row.value(i)));
-                }
+            match held.read(rows)? {
+                Some(r) => read = r,
                 None => end = true,
             }
         }
         // the rows of `rowid`: none when the query filters it out
-        let mut i = held.partition_point(|&(r, _)| r < rowid);
-        while i < held.len() && held[i].0 == rowid {
-            held[i].1 = true;
-            let row = cells.range_mut(i * columns..(i + 1) * columns);
-            if !out.extend_taken(row) {
+        let mut i = held.first_at_or_after(rowid);
+        while let Some(row) = held.take_if(i, rowid) {
+            if !out.extend_taken(row.iter_mut()) {
                 return Ok(()); // the merge stopped
             }
             i += 1;
         }
-        while held.front().is_some_and(|&(_, taken)| taken) {
-            held.pop_front();
-            cells.drain(..columns);
-        }
+        held.drop_taken();
     }
     if !held.is_empty() || rows.next()?.is_some() {
         return Err(changed(at(read)));
     }
     Ok(())
+}
+
+/// Rows read ahead of the schedule, in storage order: their rowids and whether they were
+/// handed on, and their cells, in flat vectors from `head` on. Rows are decoded straight into
+/// the cells, and those handed on at the front are dropped by moving `head`, the vectors being
+/// cut only once their dropped part is the larger (a `VecDeque` of cells filled through an
+/// iterator and drained a row at a time was a tenth of the reader's thread).
+struct Held {
+    rows: Vec<(i64, bool)>,
+    cells: Vec<SqlValue>,
+    head: usize,
+    columns: usize,
+}
+
+impl Held {
+    fn new(depth: usize, columns: usize) -> Held {
+        Held {
+            rows: Vec::with_capacity(2 * (depth + 1)),
+            cells: Vec::with_capacity(2 * (depth + 1) * columns),
+            head: 0,
+            columns,
+        }
+    }
+
+    /// Reads the next row of `rows` (its rowid), or `None` at their end.
+    fn read(&mut self, rows: &mut ScanRows) -> Result<Option<i64>> {
+        let at = self.cells.len();
+        if !rows.next_into(&mut self.cells)? {
+            return Ok(None);
+        }
+        // cell 0 is the rowid
+        let rowid = match self.cells[at] {
+            SqlValue::Integer(r) => r,
+            _ => 0,
+        };
+        self.rows.push((rowid, false));
+        Ok(Some(rowid))
+    }
+
+    /// The first held row whose rowid is not below `rowid`.
+    fn first_at_or_after(&self, rowid: i64) -> usize {
+        self.head + self.rows[self.head..].partition_point(|&(r, _)| r < rowid)
+    }
+
+    /// Row `i`'s cells, marked as handed on, when it is a row of `rowid`.
+    fn take_if(&mut self, i: usize, rowid: i64) -> Option<&mut [SqlValue]> {
+        let row = self.rows.get_mut(i).filter(|r| r.0 == rowid)?;
+        row.1 = true;
+        Some(&mut self.cells[i * self.columns..(i + 1) * self.columns])
+    }
+
+    /// Drops the rows handed on at the front.
+    fn drop_taken(&mut self) {
+        while self.rows.get(self.head).is_some_and(|&(_, taken)| taken) {
+            self.head += 1;
+        }
+        if self.head > 0 && self.head >= self.rows.len() - self.head {
+            self.rows.drain(..self.head);
+            self.cells.drain(..self.head * self.columns);
+            self.head = 0;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.head == self.rows.len()
+    }
 }
 
 /// Runs the launch join of `def` on a connection of its own and sends its rows.
