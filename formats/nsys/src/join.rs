@@ -3,14 +3,17 @@
 //! rebuilt on every run (a B-tree insert per GPU row, a B-tree search per API call: a third of
 //! an import in the profiles); here the GPU rows are read once into a vector sized from
 //! `count(*)` and found by a dense array per process (correlation ids are per-process counters),
-//! and API calls not stored in time order are sorted in memory instead of by SQLite's sorter.
+//! and API calls not stored in time order are put in it by tracex instead of SQLite's sorter:
+//! reordered as they are read when their table is close to time order ([`calls_near`]), read
+//! whole and sorted otherwise.
 //!
 //! Rows come out as the SQL join gave them: [`LAUNCH_COLUMNS`] values (r.rowid, r.start,
 //! r.globalTid, g.rowid, then [`GPU_COLUMNS`]), in API-call order (`start`, then rowid; the rowid
 //! order when the table is stored in time order) and, for one call, in GPU rowid order. Values
 //! that are not integers or NULL are kept as they are (they only name what is wrong).
 //! Memory: 76 bytes per GPU row (its cells and its place in the order; up to 24 more while the
-//! order is sorted), and 32 per API call for a table not in time order.
+//! order is sorted), and 40 per API call for a table far from time order (a few thousand calls
+//! at most for one close to it).
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
@@ -20,7 +23,7 @@ use tracex_ir::Result;
 use crate::catalogue::COMMON;
 use crate::db::{owned, row_count, Table};
 use crate::idmap::IdMap;
-use crate::order::{OrderCheck, Orders};
+use crate::order::{NearlySorted, Order, OrderCheck, Orders};
 use crate::scan::{Filter, ScanRow, ScanRows, ScanSpec};
 
 /// The join of the API calls of `api` with the GPU rows of `gpu`.
@@ -327,7 +330,7 @@ impl LaunchJoin {
             ts: "start",
             end: Some("end"),
         };
-        let in_order = orders.is_time_ordered(conn, &check);
+        let order = orders.order(conn, &check);
         let mut stmt = None;
         let doing = (r.name.as_str(), "cannot read API calls for the launch join");
         let mut rows = ScanRows::open(conn, (&sql, &[]), Some(&spec), &mut stmt, doing)?;
@@ -350,7 +353,10 @@ impl LaunchJoin {
             }
             Ok(true)
         };
-        if in_order {
+        if let Order::Near(near) = &*order {
+            return calls_near(&mut rows, near, emit).map_err(|e| e.unwrap_or_else(|| changed(r)));
+        }
+        if matches!(*order, Order::Sorted) {
             // one call at a time, in storage order
             let mut one = Cells::<A>::with_capacity(1);
             while let Some(row) = rows.next()? {
@@ -385,6 +391,104 @@ impl LaunchJoin {
         }
         Ok(())
     }
+}
+
+/// The API calls of a table stored close to time order, handed to `emit` in the join's order
+/// (`start`, then rowid) as they are read: held back as `near`'s schedule says, the calls of
+/// one `start` put in rowid order (the schedule puts longer calls first). Reading them all and
+/// sorting them held up the nvtx-kernel pass, and the merge that waits for it, at the start of
+/// such an import; and took 40 bytes a call. `Err(None)`: the table does not match the
+/// schedule (it changed while tracex read it).
+fn calls_near(
+    rows: &mut ScanRows,
+    near: &NearlySorted,
+    mut emit: impl FnMut(&Cells<A>, usize) -> Result<bool>,
+) -> std::result::Result<(), Option<tracex_ir::Error>> {
+    // calls read and not yet handed on, in storage order (rowids rise) from `head` on; `taken`
+    // marks those scheduled
+    let mut held = Cells::<A>::with_capacity(2 * (near.depth + 1));
+    let mut taken: Vec<bool> = Vec::with_capacity(2 * (near.depth + 1));
+    let mut head = 0;
+    // the scheduled calls of one start, by their place in `held`
+    let mut group: Vec<usize> = Vec::new();
+    let mut group_start = None;
+    let mut read = i64::MIN;
+    let mut end = false;
+    let rowid_at = |held: &Cells<A>, i: usize| held.rows[i].0[0];
+    for &rowid in &near.schedule {
+        while !end && read <= rowid {
+            match rows.next()? {
+                Some(row) => {
+                    held.push(&row);
+                    taken.push(false);
+                    read = rowid_at(&held, held.rows.len() - 1);
+                }
+                None => end = true,
+            }
+        }
+        // the call of `rowid`: none when the query filters it out
+        let mut i = head + held.rows[head..].partition_point(|r| r.0[0] < rowid);
+        if i == held.rows.len() || rowid_at(&held, i) != rowid {
+            continue;
+        }
+        let start = held.int(i, 1);
+        if group_start != Some(start) {
+            if !emit_group(&held, &mut group, &mut emit)? {
+                return Ok(());
+            }
+            group_start = Some(start);
+            // the calls handed on at the front are dropped; the vectors are cut once those
+            // are the larger part (between groups, so that `group`'s places stay valid)
+            while taken.get(head).is_some_and(|&t| t) {
+                head += 1;
+            }
+            if head > 0 && head >= held.rows.len() - head {
+                held.rows.drain(..head);
+                taken.drain(..head);
+                i -= head;
+                head = 0;
+            }
+        }
+        taken[i] = true;
+        group.push(i);
+    }
+    if !emit_group(&held, &mut group, &mut emit)? {
+        return Ok(());
+    }
+    let unsent = taken[head..].iter().any(|&t| !t);
+    if unsent || rows.next()?.is_some() {
+        return Err(None);
+    }
+    Ok(())
+}
+
+/// Hands on the calls of `group` (places in `held`) in rowid order, and empties it; false when
+/// `emit` said to stop.
+fn emit_group(
+    held: &Cells<A>,
+    group: &mut Vec<usize>,
+    emit: &mut impl FnMut(&Cells<A>, usize) -> Result<bool>,
+) -> Result<bool> {
+    // places rise with rowids
+    group.sort_unstable();
+    for &i in group.iter() {
+        if !emit(held, i)? {
+            return Ok(false);
+        }
+    }
+    group.clear();
+    Ok(true)
+}
+
+/// The error of a table that changed while tracex read it.
+fn changed(table: &Table) -> tracex_ir::Error {
+    tracex_ir::Error::invalid(
+        tracex_ir::Location::Row {
+            table: table.name.clone(),
+            rowid: 0,
+        },
+        "internal: the table changed while tracex read it; please report this file",
+    )
 }
 
 #[cfg(test)]
@@ -443,6 +547,86 @@ mod tests {
         }
     }
 
+    /// The rows of the SQL join tracex ran before this module, and those of [`LaunchJoin`].
+    fn both_joins(conn: &Connection, orders: &Orders) -> (Vec<Vec<SqlValue>>, Vec<Vec<SqlValue>>) {
+        let schema = Schema::probe(conn, &tracex_ir::Location::Nowhere).unwrap();
+        let r = schema.table("CUPTI_ACTIVITY_KIND_RUNTIME").unwrap();
+        let g = schema.table("CUPTI_ACTIVITY_KIND_KERNEL").unwrap();
+        let sql = "SELECT r.rowid, r.start, r.globalTid, g.rowid, g.start, g.end, g.deviceId, \
+             g.contextId, g.streamId, g.globalPid, g.correlationId \
+             FROM CUPTI_ACTIVITY_KIND_RUNTIME r CROSS JOIN CUPTI_ACTIVITY_KIND_KERNEL g \
+             ON g.correlationId = r.correlationId AND (g.globalPid >> 24) = (r.globalTid >> 24) \
+             WHERE r.eventClass IN (0, 1) ORDER BY r.start, r.rowid, g.rowid";
+        let mut stmt = conn.prepare(sql).unwrap();
+        let want: Vec<Vec<SqlValue>> = stmt
+            .query_map([], |row| {
+                (0..LAUNCH_COLUMNS)
+                    .map(|i| row.get::<_, SqlValue>(i))
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let mut got = Vec::new();
+        LaunchJoin::new(&r, &g)
+            .run(conn, orders, |row| {
+                got.push(row.to_vec());
+                Ok(true)
+            })
+            .unwrap();
+        (want, got)
+    }
+
+    /// A call table close to time order (a few calls late, pairs of calls with one start, some
+    /// with the later one longer, calls of another class between them) is joined as it is read,
+    /// in the SQL join's order: by start, then rowid (not longer first, as the table's
+    /// schedule has it).
+    #[test]
+    fn a_nearly_sorted_table_matches_the_sql_join() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER,
+               globalTid INTEGER, correlationId INTEGER);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,
+               contextId INTEGER, streamId INTEGER, globalPid INTEGER, correlationId INTEGER);",
+        )
+        .unwrap();
+        let tid = (1i64 << 24) | 5;
+        let mut calls: Vec<i64> = (0..200).collect();
+        // three calls stored a few rows late
+        for at in [40, 90, 150] {
+            calls[at..at + 6].rotate_left(1);
+        }
+        for &i in &calls {
+            let start = (i / 2) * 10;
+            // the first of a pair is the longer one, but in every tenth pair the second
+            let longer_first = (i / 2) % 10 != 3;
+            let end = start + if (i % 2 == 0) == longer_first { 50 } else { 5 };
+            let class = if i % 17 == 0 { 2 } else { 0 };
+            conn.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?1, ?2, ?3, ?4, ?5)",
+                rusqlite::params![start, end, class, tid, i + 1],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?1, ?1 + 3, 0, 1, 7, ?2, ?3)",
+                rusqlite::params![start + 1000, 1i64 << 24, i + 1],
+            )
+            .unwrap();
+        }
+        let schema = Schema::probe(&conn, &tracex_ir::Location::Nowhere).unwrap();
+        let check = OrderCheck {
+            table: schema.table("CUPTI_ACTIVITY_KIND_RUNTIME").unwrap(),
+            ts: "start",
+            end: Some("end"),
+        };
+        let orders = Orders::default();
+        assert!(matches!(*orders.order(&conn, &check), Order::Near(_)));
+        let (want, got) = both_joins(&conn, &orders);
+        assert_eq!(got.len(), 200 - 12);
+        assert_eq!(got, want);
+    }
+
     /// The join gives what the SQL join gave: every pair on (process, correlationId), calls in
     /// time order, GPU rows of one call in rowid order, across processes that reuse ids.
     #[test]
@@ -496,32 +680,7 @@ mod tests {
             )
             .unwrap();
         }
-        let schema = Schema::probe(&conn, &tracex_ir::Location::Nowhere).unwrap();
-        let r = schema.table("CUPTI_ACTIVITY_KIND_RUNTIME").unwrap();
-        let g = schema.table("CUPTI_ACTIVITY_KIND_KERNEL").unwrap();
-        // the SQL join tracex ran before this module
-        let sql = "SELECT r.rowid, r.start, r.globalTid, g.rowid, g.start, g.end, g.deviceId, \
-             g.contextId, g.streamId, g.globalPid, g.correlationId \
-             FROM CUPTI_ACTIVITY_KIND_RUNTIME r CROSS JOIN CUPTI_ACTIVITY_KIND_KERNEL g \
-             ON g.correlationId = r.correlationId AND (g.globalPid >> 24) = (r.globalTid >> 24) \
-             WHERE r.eventClass IN (0, 1) ORDER BY r.start, r.rowid, g.rowid";
-        let mut stmt = conn.prepare(sql).unwrap();
-        let want: Vec<Vec<SqlValue>> = stmt
-            .query_map([], |row| {
-                (0..LAUNCH_COLUMNS)
-                    .map(|i| row.get::<_, SqlValue>(i))
-                    .collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let mut got = Vec::new();
-        LaunchJoin::new(&r, &g)
-            .run(&conn, &Orders::default(), |row| {
-                got.push(row.to_vec());
-                Ok(true)
-            })
-            .unwrap();
+        let (want, got) = both_joins(&conn, &Orders::default());
         assert_eq!(got.len(), 8);
         assert_eq!(got, want);
     }
