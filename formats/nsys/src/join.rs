@@ -547,6 +547,19 @@ mod tests {
         }
     }
 
+    /// An in-memory database with empty call and kernel tables.
+    fn empty_tables() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER,
+               globalTid INTEGER, correlationId INTEGER);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,
+               contextId INTEGER, streamId INTEGER, globalPid INTEGER, correlationId INTEGER);",
+        )
+        .unwrap();
+        conn
+    }
+
     /// The rows of the SQL join tracex ran before this module, and those of [`LaunchJoin`].
     fn both_joins(conn: &Connection, orders: &Orders) -> (Vec<Vec<SqlValue>>, Vec<Vec<SqlValue>>) {
         let schema = Schema::probe(conn, &tracex_ir::Location::Nowhere).unwrap();
@@ -583,14 +596,7 @@ mod tests {
     /// schedule has it).
     #[test]
     fn a_nearly_sorted_table_matches_the_sql_join() {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(
-            "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER,
-               globalTid INTEGER, correlationId INTEGER);
-             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,
-               contextId INTEGER, streamId INTEGER, globalPid INTEGER, correlationId INTEGER);",
-        )
-        .unwrap();
+        let conn = empty_tables();
         let tid = (1i64 << 24) | 5;
         let mut calls: Vec<i64> = (0..200).collect();
         // three calls stored a few rows late
@@ -631,14 +637,7 @@ mod tests {
     /// time order, GPU rows of one call in rowid order, across processes that reuse ids.
     #[test]
     fn matches_the_sql_join() {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(
-            "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER,
-               globalTid INTEGER, correlationId INTEGER);
-             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,
-               contextId INTEGER, streamId INTEGER, globalPid INTEGER, correlationId INTEGER);",
-        )
-        .unwrap();
+        let conn = empty_tables();
         let p = |pid: i64| pid << 24;
         // calls out of time order, two processes reusing ids, a graph launch with three
         // kernels, a call without kernel, a kernel without call, a sparse id, a text start
