@@ -10,6 +10,8 @@
 # https://github.com/eunomia-bpf/bpf-developer-tutorial (the current version matches by thread
 # and weighs by µs, which tracex's --weight gpu-us reproduces).
 # Every job prints wall time, CPU time (user + system), peak RSS and input MB/s.
+# tracex runs under SCHED_BATCH on Linux (src/sched.rs); TRACEX_SCHED_BATCH=0 bench.sh measures it
+# under the policy it was started with, as builds before f6af0c3 ran.
 #
 # Peers (never part of the project; measured in the same run, with the ratio peer/tracex):
 #   TRACEX_PEER_NSYS_CHROME=/path/to/nsys-chrome   nCompass's converter: `python3 -m venv v &&
