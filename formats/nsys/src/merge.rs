@@ -230,7 +230,7 @@ fn reorder(
 /// handed on, and their cells, in flat vectors from `head` on. Rows are decoded straight into
 /// the cells, and those handed on at the front are dropped by moving `head`, the vectors being
 /// cut only once their dropped part is the larger (a `VecDeque` of cells filled through an
-/// iterator and drained a row at a time was a tenth of the reader's thread).
+/// iterator and drained a row at a time was a quarter of the readers' samples, `--unsorted`).
 struct Held {
     rows: Vec<(i64, bool)>,
     cells: Vec<SqlValue>,
