@@ -53,6 +53,15 @@ pub fn path_location(path: &Path) -> Location {
 }
 
 /// An SQLite failure as a tracex error, worded for the usual causes.
+/// The error of a table that changed while tracex read it (its rows no longer match what an
+/// earlier scan of it found).
+pub fn table_changed(at: Location) -> Error {
+    Error::invalid(
+        at,
+        "internal: the table changed while tracex read it; please report this file",
+    )
+}
+
 pub fn sqlite_error(at: Location, doing: &str, e: rusqlite::Error) -> Error {
     let code = e.sqlite_error_code();
     let why = match code {

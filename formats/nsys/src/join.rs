@@ -18,10 +18,11 @@
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
-use tracex_ir::Result;
+use tracex_ir::{Location, Result};
 
 use crate::catalogue::COMMON;
-use crate::db::{owned, row_count, Table};
+use crate::db::{owned, row_count, table_changed, Table};
+use crate::held::Held;
 use crate::idmap::IdMap;
 use crate::order::{NearlySorted, Order, OrderCheck, Orders};
 use crate::scan::{Filter, ScanRow, ScanRows, ScanSpec};
@@ -58,10 +59,25 @@ impl<const N: usize> Cells<N> {
 
     /// Appends the first `N` columns of `row`, the first one being its rowid.
     fn push(&mut self, row: &ScanRow) {
+        self.push_cells(|i| row.get(i));
+    }
+
+    /// [`Cells::push`] of a row of owned values.
+    fn push_values(&mut self, row: &[SqlValue]) {
+        self.push_cells(|i| ValueRef::from(&row[i]));
+    }
+
+    fn clear(&mut self) {
+        self.rows.clear();
+        self.odd.clear();
+    }
+
+    /// Appends the first `N` cells that `cell` gives, the first one being the rowid.
+    fn push_cells<'v>(&mut self, cell: impl Fn(usize) -> ValueRef<'v>) {
         let mut v = [0i64; N];
         let mut t = [Tag::Null; N];
         for i in 0..N {
-            match row.get(i) {
+            match cell(i) {
                 ValueRef::Null => {}
                 ValueRef::Integer(x) => (v[i], t[i]) = (x, Tag::Int),
                 other => {
@@ -138,7 +154,7 @@ impl GpuIndex {
         }
         if cells.rows.len() >= u32::MAX as usize {
             return Err(tracex_ir::Error::invalid(
-                tracex_ir::Location::Nowhere,
+                Location::Nowhere,
                 format!("table {} has too many rows for the launch join", g.name),
             ));
         }
@@ -354,14 +370,20 @@ impl LaunchJoin {
             Ok(true)
         };
         if let Order::Near(near) = &*order {
-            return calls_near(&mut rows, near, emit).map_err(|e| e.unwrap_or_else(|| changed(r)));
+            return calls_near(&mut rows, near, emit).map_err(|e| {
+                e.unwrap_or_else(|| {
+                    table_changed(Location::Row {
+                        table: r.name.clone(),
+                        rowid: 0,
+                    })
+                })
+            });
         }
         if matches!(*order, Order::Sorted) {
             // one call at a time, in storage order
             let mut one = Cells::<A>::with_capacity(1);
             while let Some(row) = rows.next()? {
-                one.rows.clear();
-                one.odd.clear();
+                one.clear();
                 one.push(&row);
                 if !emit(&one, 0)? {
                     return Ok(());
@@ -404,91 +426,64 @@ fn calls_near(
     near: &NearlySorted,
     mut emit: impl FnMut(&Cells<A>, usize) -> Result<bool>,
 ) -> std::result::Result<(), Option<tracex_ir::Error>> {
-    // calls read and not yet handed on, in storage order (rowids rise) from `head` on; `taken`
-    // marks those scheduled
-    let mut held = Cells::<A>::with_capacity(2 * (near.depth + 1));
-    let mut taken: Vec<bool> = Vec::with_capacity(2 * (near.depth + 1));
-    let mut head = 0;
+    let mut held = Held::new(near.depth, A);
     // the scheduled calls of one start, by their place in `held`
     let mut group: Vec<usize> = Vec::new();
     let mut group_start = None;
-    let mut read = i64::MIN;
-    let mut end = false;
-    let rowid_at = |held: &Cells<A>, i: usize| held.rows[i].0[0];
+    let mut one = Cells::<A>::with_capacity(1);
     for &rowid in &near.schedule {
-        while !end && read <= rowid {
-            match rows.next()? {
-                Some(row) => {
-                    held.push(&row);
-                    taken.push(false);
-                    read = rowid_at(&held, held.rows.len() - 1);
-                }
-                None => end = true,
-            }
-        }
+        held.read_past(rows, rowid)?;
         // the call of `rowid`: none when the query filters it out
-        let mut i = head + held.rows[head..].partition_point(|r| r.0[0] < rowid);
-        if i == held.rows.len() || rowid_at(&held, i) != rowid {
+        let Some(i) = held.find(rowid) else {
             continue;
-        }
-        let start = held.int(i, 1);
-        if group_start != Some(start) {
-            if !emit_group(&held, &mut group, &mut emit)? {
+        };
+        let start = match held.row(i)[1] {
+            SqlValue::Integer(s) => Some(s),
+            _ => None,
+        };
+        let i = if group_start != Some(start) {
+            if !emit_group(&held, &mut group, &mut one, &mut emit)? {
                 return Ok(());
             }
             group_start = Some(start);
-            // the calls handed on at the front are dropped; the vectors are cut once those
-            // are the larger part (between groups, so that `group`'s places stay valid)
-            while taken.get(head).is_some_and(|&t| t) {
-                head += 1;
-            }
-            if head > 0 && head >= held.rows.len() - head {
-                held.rows.drain(..head);
-                taken.drain(..head);
-                i -= head;
-                head = 0;
-            }
-        }
-        taken[i] = true;
+            // between groups, so that `group`'s places stay valid; places may move
+            held.drop_taken();
+            held.find(rowid).expect("a row not handed on stays held")
+        } else {
+            i
+        };
+        held.take_if(i, rowid);
         group.push(i);
     }
-    if !emit_group(&held, &mut group, &mut emit)? {
+    if !emit_group(&held, &mut group, &mut one, &mut emit)? {
         return Ok(());
     }
-    let unsent = taken[head..].iter().any(|&t| !t);
-    if unsent || rows.next()?.is_some() {
+    held.drop_taken();
+    if !held.is_empty() || rows.next()?.is_some() {
         return Err(None);
     }
     Ok(())
 }
 
-/// Hands on the calls of `group` (places in `held`) in rowid order, and empties it; false when
-/// `emit` said to stop.
+/// Hands on the calls of `group` (places in `held`) in rowid order, through `one`, and empties
+/// it; false when `emit` said to stop.
 fn emit_group(
-    held: &Cells<A>,
+    held: &Held,
     group: &mut Vec<usize>,
+    one: &mut Cells<A>,
     emit: &mut impl FnMut(&Cells<A>, usize) -> Result<bool>,
 ) -> Result<bool> {
     // places rise with rowids
     group.sort_unstable();
     for &i in group.iter() {
-        if !emit(held, i)? {
+        one.clear();
+        one.push_values(held.row(i));
+        if !emit(one, 0)? {
             return Ok(false);
         }
     }
     group.clear();
     Ok(true)
-}
-
-/// The error of a table that changed while tracex read it.
-fn changed(table: &Table) -> tracex_ir::Error {
-    tracex_ir::Error::invalid(
-        tracex_ir::Location::Row {
-            table: table.name.clone(),
-            rowid: 0,
-        },
-        "internal: the table changed while tracex read it; please report this file",
-    )
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod enums;
 mod flows;
 mod format;
 mod gpu;
+mod held;
 mod identity;
 mod idmap;
 mod import;

@@ -18,6 +18,7 @@ use crate::db::{self, rowid, Row};
 use crate::decoded::{Hook, Skip};
 use crate::diag::record_skip;
 use crate::dispatch::Decoder;
+use crate::held::Held;
 use crate::join::LaunchJoin;
 use crate::order::{NearlySorted, Orders};
 
@@ -137,14 +138,6 @@ impl<'a> Batches<'a> {
     }
 }
 
-/// The error of a table that changed while tracex read it.
-fn changed(at: Location) -> Error {
-    Error::invalid(
-        at,
-        "internal: the table changed while tracex read it; please report this file",
-    )
-}
-
 /// Runs `def`'s query on a connection of its own and sends the rows.
 fn read(path: &Path, def: &StreamDef, query: &Query, orders: &Orders, link: &Link) -> Result<()> {
     let at = |rowid| Location::Row {
@@ -181,7 +174,7 @@ fn read(path: &Path, def: &StreamDef, query: &Query, orders: &Orders, link: &Lin
             let mut shuffle = Shuffle::new(&ranks, columns);
             while let Some(row) = rows.next()? {
                 if !shuffle.push(&row)? {
-                    return Err(changed(at(row.rowid())));
+                    return Err(db::table_changed(at(row.rowid())));
                 }
             }
             shuffle.drain(|row| out.extend_taken(row.iter_mut()))?;
@@ -200,16 +193,8 @@ fn reorder(
 ) -> Result<()> {
     let columns = out.columns;
     let mut held = Held::new(near.depth, columns);
-    let mut read = i64::MIN;
-    let mut end = false;
     for &rowid in &near.schedule {
-        // read past `rowid` (a join may give several rows of one rowid)
-        while !end && read <= rowid {
-            match held.read(rows)? {
-                Some(r) => read = r,
-                None => end = true,
-            }
-        }
+        held.read_past(rows, rowid)?;
         // the rows of `rowid`: none when the query filters it out
         let mut i = held.first_at_or_after(rowid);
         while let Some(row) = held.take_if(i, rowid) {
@@ -221,75 +206,9 @@ fn reorder(
         held.drop_taken();
     }
     if !held.is_empty() || rows.next()?.is_some() {
-        return Err(changed(at(read)));
+        return Err(db::table_changed(at(held.last_read())));
     }
     Ok(())
-}
-
-/// Rows read ahead of the schedule, in storage order: their rowids and whether they were
-/// handed on, and their cells, in flat vectors from `head` on. Rows are decoded straight into
-/// the cells, and those handed on at the front are dropped by moving `head`, the vectors being
-/// cut only once their dropped part is the larger (a `VecDeque` of cells filled through an
-/// iterator and drained a row at a time was a quarter of the readers' samples, `--unsorted`).
-struct Held {
-    rows: Vec<(i64, bool)>,
-    cells: Vec<SqlValue>,
-    head: usize,
-    columns: usize,
-}
-
-impl Held {
-    fn new(depth: usize, columns: usize) -> Held {
-        Held {
-            rows: Vec::with_capacity(2 * (depth + 1)),
-            cells: Vec::with_capacity(2 * (depth + 1) * columns),
-            head: 0,
-            columns,
-        }
-    }
-
-    /// Reads the next row of `rows` (its rowid), or `None` at their end.
-    fn read(&mut self, rows: &mut ScanRows) -> Result<Option<i64>> {
-        let at = self.cells.len();
-        if !rows.next_into(&mut self.cells)? {
-            return Ok(None);
-        }
-        // cell 0 is the rowid
-        let rowid = match self.cells[at] {
-            SqlValue::Integer(r) => r,
-            _ => 0,
-        };
-        self.rows.push((rowid, false));
-        Ok(Some(rowid))
-    }
-
-    /// The first held row whose rowid is not below `rowid`.
-    fn first_at_or_after(&self, rowid: i64) -> usize {
-        self.head + self.rows[self.head..].partition_point(|&(r, _)| r < rowid)
-    }
-
-    /// Row `i`'s cells, marked as handed on, when it is a row of `rowid`.
-    fn take_if(&mut self, i: usize, rowid: i64) -> Option<&mut [SqlValue]> {
-        let row = self.rows.get_mut(i).filter(|r| r.0 == rowid)?;
-        row.1 = true;
-        Some(&mut self.cells[i * self.columns..(i + 1) * self.columns])
-    }
-
-    /// Drops the rows handed on at the front.
-    fn drop_taken(&mut self) {
-        while self.rows.get(self.head).is_some_and(|&(_, taken)| taken) {
-            self.head += 1;
-        }
-        if self.head > 0 && self.head >= self.rows.len() - self.head {
-            self.rows.drain(..self.head);
-            self.cells.drain(..self.head * self.columns);
-            self.head = 0;
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.head == self.rows.len()
-    }
 }
 
 /// Runs the launch join of `def` on a connection of its own and sends its rows.

@@ -1,0 +1,107 @@
+//! Rows read ahead of the order a schedule wants them in ([`crate::order::NearlySorted`]):
+//! the reader of a table stored close to time order and the launch join both hold rows back
+//! here until their turn.
+
+use rusqlite::types::Value as SqlValue;
+use tracex_ir::Result;
+
+use crate::scan::ScanRows;
+
+/// Rows read ahead of the schedule, in storage order: their rowids and whether they were
+/// handed on, and their cells, in flat vectors from `head` on. Rows are decoded straight into
+/// the cells, and those handed on at the front are dropped by moving `head`, the vectors being
+/// cut only once their dropped part is the larger (a `VecDeque` of cells filled through an
+/// iterator and drained a row at a time was a quarter of the readers' samples, `--unsorted`).
+pub struct Held {
+    rows: Vec<(i64, bool)>,
+    cells: Vec<SqlValue>,
+    head: usize,
+    columns: usize,
+    /// The rowid of the last row read, and whether the rows have ended.
+    last: i64,
+    ended: bool,
+}
+
+impl Held {
+    pub fn new(depth: usize, columns: usize) -> Held {
+        Held {
+            rows: Vec::with_capacity(2 * (depth + 1)),
+            cells: Vec::with_capacity(2 * (depth + 1) * columns),
+            head: 0,
+            columns,
+            last: i64::MIN,
+            ended: false,
+        }
+    }
+
+    /// Reads the rows of `rows` up to the first one past `rowid` (so every row of `rowid`: a
+    /// join may give several), or to their end.
+    pub fn read_past(&mut self, rows: &mut ScanRows, rowid: i64) -> Result<()> {
+        while !self.ended && self.last <= rowid {
+            match self.read(rows)? {
+                Some(r) => self.last = r,
+                None => self.ended = true,
+            }
+        }
+        Ok(())
+    }
+
+    /// The rowid of the last row read.
+    pub fn last_read(&self) -> i64 {
+        self.last
+    }
+
+    /// Reads the next row of `rows` (its rowid), or `None` at their end.
+    fn read(&mut self, rows: &mut ScanRows) -> Result<Option<i64>> {
+        let at = self.cells.len();
+        if !rows.next_into(&mut self.cells)? {
+            return Ok(None);
+        }
+        // cell 0 is the rowid
+        let rowid = match self.cells[at] {
+            SqlValue::Integer(r) => r,
+            _ => 0,
+        };
+        self.rows.push((rowid, false));
+        Ok(Some(rowid))
+    }
+
+    /// The first held row whose rowid is not below `rowid`.
+    pub fn first_at_or_after(&self, rowid: i64) -> usize {
+        self.head + self.rows[self.head..].partition_point(|&(r, _)| r < rowid)
+    }
+
+    /// The place of the (first) held row of `rowid`, if one is held.
+    pub fn find(&self, rowid: i64) -> Option<usize> {
+        let i = self.first_at_or_after(rowid);
+        (self.rows.get(i)?.0 == rowid).then_some(i)
+    }
+
+    /// The cells of the row at place `i`.
+    pub fn row(&self, i: usize) -> &[SqlValue] {
+        &self.cells[i * self.columns..(i + 1) * self.columns]
+    }
+
+    /// Row `i`'s cells, marked as handed on, when it is a row of `rowid`.
+    pub fn take_if(&mut self, i: usize, rowid: i64) -> Option<&mut [SqlValue]> {
+        let row = self.rows.get_mut(i).filter(|r| r.0 == rowid)?;
+        row.1 = true;
+        Some(&mut self.cells[i * self.columns..(i + 1) * self.columns])
+    }
+
+    /// Drops the rows handed on at the front (places of rows still held may change).
+    pub fn drop_taken(&mut self) {
+        while self.rows.get(self.head).is_some_and(|&(_, taken)| taken) {
+            self.head += 1;
+        }
+        if self.head > 0 && self.head >= self.rows.len() - self.head {
+            self.rows.drain(..self.head);
+            self.cells.drain(..self.head * self.columns);
+            self.head = 0;
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.head == self.rows.len()
+    }
+}
