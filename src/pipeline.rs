@@ -9,7 +9,7 @@ use tracex_ir::nest::{FlowBinder, OverlapRouter};
 use tracex_ir::order::Sorter;
 use tracex_ir::time::UNIX_SCALE_NS;
 use tracex_ir::{
-    Defs, Diagnostics, Event, EventOrder, ImportCtx, Location, NamePriority, Sink, Stage,
+    ArgsRead, Defs, Diagnostics, Event, EventOrder, ImportCtx, Location, NamePriority, Sink, Stage,
 };
 
 use crate::filter::{Filter, FilterSpec};
@@ -103,15 +103,15 @@ impl Stage for Chain<'_> {
     }
 }
 
-/// Runs every importer into `chain` (without finishing it). With several inputs, each input's
-/// processes are tagged with the input's name as their host (when the input names none), and
-/// the inputs are aligned in time as `align` says.
+/// Runs every importer into `chain` (without finishing it), telling them the args its sink
+/// reads. With several inputs, each input's processes are tagged with the input's name as
+/// their host (when the input names none), and the inputs are aligned in time as `align` says.
 pub fn import_all(
     sources: &mut [Opened],
     opts: &Options,
     defs: &mut Defs,
     diag: &mut Diagnostics,
-    chain: &mut Chain<'_>,
+    (chain, args_read): (&mut Chain<'_>, ArgsRead),
     align: Align,
 ) -> anyhow::Result<()> {
     let several = sources.len() > 1;
@@ -134,7 +134,7 @@ pub fn import_all(
         let first_process = defs.processes.len();
         defs.clock.origin_unix_ns = None;
         {
-            let mut ctx = ImportCtx::new(defs, diag, chain, &progress);
+            let mut ctx = ImportCtx::new(defs, diag, chain, &progress).reading_args(args_read);
             (import.run)(&mut s.input, opts, &mut ctx)
                 .with_context(|| format!("{} ({})", s.input.display, s.format.name))?;
         }

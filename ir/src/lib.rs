@@ -59,7 +59,7 @@ pub use model::{
     ProcessKind, StackId, Thread, ThreadId, Track, TrackId, TrackKind, Value,
 };
 pub use progress::Progress;
-pub use sink::{EventOrder, ImportCtx, NullSink, Sink, Stage};
+pub use sink::{ArgsRead, EventOrder, ImportCtx, NullSink, Sink, Stage};
 pub use sniff::{Confidence, Probe};
 pub use strings::StrId;
 pub use time::{Dur, Ts};

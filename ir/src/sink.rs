@@ -23,6 +23,32 @@ pub trait Sink {
     /// tables) and move their output into place; an exporter dropped without `finish` leaves no
     /// output behind.
     fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()>;
+
+    /// The args this sink reads: all of them, unless it says otherwise.
+    fn args_read(&self) -> ArgsRead {
+        ArgsRead::All
+    }
+}
+
+/// The args of events a sink reads ([`Sink::args_read`]). An importer may leave the others
+/// unmade ([`ImportCtx::args_read`]): a folded flame graph writes none of a CUPTI kernel's
+/// dozen args, and making, sorting and reading them back was a quarter of the CPU time of a
+/// GPU flame-graph merge.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ArgsRead {
+    #[default]
+    All,
+    /// Only the args with these keys.
+    Only(&'static [&'static str]),
+}
+
+impl ArgsRead {
+    pub fn reads(&self, key: &str) -> bool {
+        match self {
+            ArgsRead::All => true,
+            ArgsRead::Only(keys) => keys.contains(&key),
+        }
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
@@ -32,6 +58,9 @@ impl<S: Sink + ?Sized> Sink for &mut S {
     fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
         (**self).finish(defs, diag)
     }
+    fn args_read(&self) -> ArgsRead {
+        (**self).args_read()
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for Box<S> {
@@ -40,6 +69,9 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
     }
     fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
         (**self).finish(defs, diag)
+    }
+    fn args_read(&self) -> ArgsRead {
+        (**self).args_read()
     }
 }
 
@@ -93,6 +125,7 @@ pub struct ImportCtx<'a> {
     sink: &'a mut dyn Stage,
     pub progress: &'a Progress,
     emitted: u64,
+    args_read: ArgsRead,
 }
 
 impl<'a> ImportCtx<'a> {
@@ -108,7 +141,19 @@ impl<'a> ImportCtx<'a> {
             sink,
             progress,
             emitted: 0,
+            args_read: ArgsRead::All,
         }
+    }
+
+    /// The context, for an output that reads only `args` ([`Sink::args_read`]).
+    pub fn reading_args(mut self, args: ArgsRead) -> Self {
+        self.args_read = args;
+        self
+    }
+
+    /// The args the output reads: an importer need not make the others (and must make these).
+    pub fn args_read(&self) -> ArgsRead {
+        self.args_read
     }
 
     /// Pushes one event to the stage behind.
@@ -138,6 +183,7 @@ impl<'a> ImportCtx<'a> {
             filter,
             inner: &mut *self.sink,
         };
+        // the filter may read any arg
         let mut inner = ImportCtx::new(&mut *self.defs, &mut *self.diag, &mut sink, self.progress);
         let result = run(&mut inner);
         self.emitted += inner.emitted;

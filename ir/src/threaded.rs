@@ -12,7 +12,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::mirror::{Delta, Seen};
-use crate::{Defs, Diagnostics, Error, Event, Result, Sink};
+use crate::{ArgsRead, Defs, Diagnostics, Error, Event, Result, Sink};
 
 /// Events per batch: large enough that a channel operation is rare, small enough that the
 /// batches in flight stay a few megabytes.
@@ -40,6 +40,8 @@ pub struct Threaded<'scope> {
     /// Spent batches coming back to be filled again.
     spent: Receiver<Vec<Item>>,
     thread: Option<ScopedJoinHandle<'scope, Outcome>>,
+    /// The sink's.
+    args_read: ArgsRead,
 }
 
 impl<'scope> Threaded<'scope> {
@@ -48,6 +50,7 @@ impl<'scope> Threaded<'scope> {
         scope: &'scope Scope<'scope, 'env>,
         sink: &'scope mut (dyn Sink + Send),
     ) -> Result<Threaded<'scope>> {
+        let args_read = sink.args_read();
         let (tx, rx) = sync_channel::<Msg>(QUEUED);
         let (back, spent) = sync_channel::<Vec<Item>>(QUEUED + 2);
         let thread = std::thread::Builder::new()
@@ -60,6 +63,7 @@ impl<'scope> Threaded<'scope> {
             seen: Seen::default(),
             spent,
             thread: Some(thread),
+            args_read,
         })
     }
 
@@ -150,6 +154,10 @@ impl Sink for Threaded<'_> {
         }
         result
     }
+
+    fn args_read(&self) -> ArgsRead {
+        self.args_read
+    }
 }
 
 #[cfg(test)]
@@ -186,6 +194,35 @@ mod tests {
             }
             Ok(())
         }
+    }
+
+    /// A sink that reads one arg.
+    struct ReadsOne;
+
+    impl Sink for ReadsOne {
+        fn event(&mut self, _: &Defs, _: &mut Diagnostics, _: Event) -> Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self, _: &Defs, _: &mut Diagnostics) -> Result<()> {
+            Ok(())
+        }
+        fn args_read(&self) -> ArgsRead {
+            ArgsRead::Only(&["one"])
+        }
+    }
+
+    #[test]
+    fn the_args_a_sink_reads_are_known_in_front_of_its_thread() {
+        let mut sink = ReadsOne;
+        std::thread::scope(|scope| {
+            let mut threaded = Threaded::spawn(scope, &mut sink).unwrap();
+            let read = threaded.args_read();
+            assert_eq!(read, ArgsRead::Only(&["one"]));
+            assert!(read.reads("one") && !read.reads("two"));
+            assert!(ArgsRead::All.reads("two"));
+            let mut diag = Diagnostics::default();
+            threaded.finish(&Defs::new(), &mut diag).unwrap();
+        });
     }
 
     /// Names and strings that change between events, over many batches: the sink on its own

@@ -78,6 +78,7 @@ pub fn run_with(
         }
     }
     let opts = &opts;
+    let args_read = sink.args_read();
     let mut chain = Chain::new(sink, pipeline::needs_sort(sources), budget, filter);
     {
         let bar = crate::progress::Bar::start(
@@ -85,7 +86,8 @@ pub fn run_with(
             "reading".into(),
             quiet,
         );
-        pipeline::import_all(sources, opts, &mut defs, &mut diag, &mut chain, align)?;
+        let into = (&mut chain, args_read);
+        pipeline::import_all(sources, opts, &mut defs, &mut diag, into, align)?;
         drop(bar);
     }
     if common.strict && diag.errors() > 0 {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use tracex_ir::{Defs, Diagnostics, Event, Location, Result, Sink};
+use tracex_ir::{ArgsRead, Defs, Diagnostics, Event, Location, Result, Sink};
 
 #[derive(Serialize)]
 pub struct InputReport {
@@ -119,5 +119,9 @@ impl Sink for Counting<'_> {
 
     fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
         self.inner.finish(defs, diag)
+    }
+
+    fn args_read(&self) -> ArgsRead {
+        self.inner.args_read()
     }
 }

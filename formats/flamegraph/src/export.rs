@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use tracex_folded::export::{fold_name, weight_name, Written};
 use tracex_folded::options::{Fold, Weight};
 use tracex_ir::io::{OutFile, OutputTarget};
-use tracex_ir::{Defs, Diagnostics, Error, Event, Location, Result, Sink};
+use tracex_ir::{ArgsRead, Defs, Diagnostics, Error, Event, Location, Result, Sink};
 
 use crate::options::ExportOptions;
 
@@ -96,6 +96,10 @@ fn narrow_stacks(text: &str, total: i64) -> u64 {
 impl Sink for Exporter {
     fn event(&mut self, defs: &Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
         self.folded.event(defs, diag, event)
+    }
+
+    fn args_read(&self) -> ArgsRead {
+        self.folded.args_read()
     }
 
     fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {

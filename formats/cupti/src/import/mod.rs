@@ -50,3 +50,65 @@ pub fn import<R: Read + Send>(
         _ => text::import(input, ctx),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracex_ir::mem::MemSink;
+    use tracex_ir::{ArgsRead, Defs, Diagnostics, Event, Progress};
+
+    /// The arg keys of each slice `input` becomes, when the output reads `args`.
+    fn slice_arg_keys(input: &str, args: ArgsRead) -> Vec<Vec<String>> {
+        let mut defs = Defs::new();
+        let mut diag = Diagnostics::default();
+        let mut sink = MemSink::default();
+        let progress = Progress::new();
+        let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress).reading_args(args);
+        import(input.as_bytes(), &ImportOptions::default(), &mut ctx).unwrap();
+        (sink.events.iter())
+            .filter_map(|e| match e {
+                Event::Slice(s) => Some(s.args.iter().map(|a| defs.str(a.key).into()).collect()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn args_the_output_does_not_read_are_not_made() {
+        let text = "RUNTIME [ 100, 200 ] duration 100, \"cudaLaunchKernel_v7000\", cbid 211, processId 1, threadId 2, correlationId 5\n\
+            CONCURRENT_KERNEL [ 300, 400 ] duration 100, \"k\", correlationId 5, cacheConfigRequested 0\n\
+            \tgrid [ 64, 1, 1 ], block [ 256, 1, 1 ]\n\
+            \tdeviceId 0, contextId 1, streamId 7\n";
+        let json = r#"{"traceEvents": [
+            {"name": "Runtime: cudaLaunchKernel_v7000", "ph": "X", "ts": 1.0, "dur": 1.0, "pid": 1, "tid": 2, "cat": "CUDA_Runtime", "args": {"cbid": "211", "correlationId": 5}},
+            {"name": "Kernel: k", "ph": "X", "ts": 3.0, "dur": 1.0, "cat": "GPU_Kernel", "args": {"correlationId": 5, "deviceId": 0, "streamId": 7, "grid": [64, 1, 1]}}
+        ]}"#;
+        let all = [
+            vec!["cbid", "correlationId"],
+            vec![
+                "correlationId",
+                "cacheConfigRequested",
+                "grid",
+                "block",
+                "deviceId",
+                "contextId",
+                "streamId",
+            ],
+        ];
+        assert_eq!(slice_arg_keys(text, ArgsRead::All), all);
+        let all = [
+            vec!["cbid", "correlationId"],
+            vec!["correlationId", "deviceId", "streamId", "grid"],
+        ];
+        assert_eq!(slice_arg_keys(json, ArgsRead::All), all);
+        // the importers still read what they need themselves (the kernels' streams and the
+        // calls' correlation), but make only the args the output reads
+        let only = ArgsRead::Only(&["correlationId"]);
+        for input in [text, json] {
+            assert_eq!(
+                slice_arg_keys(input, only),
+                [["correlationId"], ["correlationId"]]
+            );
+        }
+    }
+}

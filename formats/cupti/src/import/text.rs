@@ -97,10 +97,14 @@ fn int_array(v: &str) -> Option<String> {
 }
 
 impl TextImporter {
+    /// The args of a record: its fields but those in [`CONSUMED`], those in `skip` and those
+    /// the output does not read.
     fn args(ctx: &mut ImportCtx, rec: &Record, skip: &[&str]) -> Args {
+        let read = ctx.args_read();
         rec.fields
             .iter()
             .filter(|f| !CONSUMED.contains(&f.key) && !skip.contains(&f.key))
+            .filter(|f| read.reads(f.key))
             .map(|f| Arg {
                 key: ctx.defs.intern(f.key),
                 value: value(ctx.defs, f.value),

@@ -17,8 +17,8 @@ use rustc_hash::FxHashMap;
 use tracex_ir::io::{OutFile, OutputTarget};
 use tracex_ir::kind::{classify, SliceKind};
 use tracex_ir::{
-    Defs, Diagnostics, Error, Event, FlowBind, FlowId, FlowPoint, FlowRole, Location, ProcessId,
-    Result, Sample, Sink, Slice, StackId, StrId, TrackId, TrackKind, Value,
+    ArgsRead, Defs, Diagnostics, Error, Event, FlowBind, FlowId, FlowPoint, FlowRole, Location,
+    ProcessId, Result, Sample, Sink, Slice, StackId, StrId, TrackId, TrackKind, Value,
 };
 
 use crate::diag as d;
@@ -440,15 +440,16 @@ fn flow_rank(f: &FlowPoint, r: &Role) -> u8 {
     }
 }
 
-/// The correlation id in a GPU slice's args (`correlationId` from CUPTI, `correlation` from
-/// Kineto and tracex's nsys import).
+/// The keys of the correlation id in a GPU slice's args (`correlationId` from CUPTI,
+/// `correlation` from Kineto and tracex's nsys import): the only args folded output reads.
+const CORRELATION_KEYS: &[&str] = &["correlationId", "correlation"];
+
+/// The correlation id in a GPU slice's args.
 fn correlation_arg(defs: &Defs, s: &Slice) -> Option<u64> {
-    s.args
-        .iter()
-        .find_map(|a| match (defs.str(a.key), &a.value) {
-            ("correlationId" | "correlation", Value::Int(i)) => u64::try_from(*i).ok(),
-            _ => None,
-        })
+    s.args.iter().find_map(|a| match &a.value {
+        Value::Int(i) if CORRELATION_KEYS.contains(&defs.str(a.key)) => u64::try_from(*i).ok(),
+        _ => None,
+    })
 }
 
 /// Binds flow point `f` to the open slice `open` of `root`: a start on a CUDA call opens the
@@ -542,6 +543,10 @@ impl Sink for Exporter {
             }
         }
         Ok(())
+    }
+
+    fn args_read(&self) -> ArgsRead {
+        ArgsRead::Only(CORRELATION_KEYS)
     }
 }
 
