@@ -49,6 +49,20 @@ impl ArgsRead {
             ArgsRead::Only(keys) => keys.contains(&key),
         }
     }
+
+    /// Drops the args of `event` that are not read: what any importer emits, so that the
+    /// stages and the sorter do not carry them.
+    pub fn project(&self, defs: &Defs, event: &mut Event) {
+        if matches!(self, ArgsRead::All) {
+            return;
+        }
+        let args = match event {
+            Event::Slice(s) => &mut s.args,
+            Event::Instant(i) => &mut i.args,
+            _ => return,
+        };
+        args.retain(|a| self.reads(defs.str(a.key)));
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
@@ -156,9 +170,10 @@ impl<'a> ImportCtx<'a> {
         self.args_read
     }
 
-    /// Pushes one event to the stage behind.
-    pub fn emit(&mut self, event: Event) -> Result<()> {
+    /// Pushes one event to the stage behind, without the args the output does not read.
+    pub fn emit(&mut self, mut event: Event) -> Result<()> {
         self.emitted += 1;
+        self.args_read.project(self.defs, &mut event);
         self.sink.push(self.defs, self.diag, event)
     }
 
@@ -182,8 +197,9 @@ impl<'a> ImportCtx<'a> {
         let mut sink = Filtered {
             filter,
             inner: &mut *self.sink,
+            args_read: self.args_read,
         };
-        // the filter may read any arg
+        // the filter may read any arg: the args the output does not read go after it
         let mut inner = ImportCtx::new(&mut *self.defs, &mut *self.diag, &mut sink, self.progress);
         let result = run(&mut inner);
         self.emitted += inner.emitted;
@@ -195,6 +211,7 @@ impl<'a> ImportCtx<'a> {
 struct Filtered<'s, F> {
     filter: F,
     inner: &'s mut dyn Stage,
+    args_read: ArgsRead,
 }
 
 impl<F> Stage for Filtered<'_, F>
@@ -203,7 +220,10 @@ where
 {
     fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
         match (self.filter)(defs, diag, event)? {
-            Some(e) => self.inner.push(defs, diag, e),
+            Some(mut e) => {
+                self.args_read.project(defs, &mut e);
+                self.inner.push(defs, diag, e)
+            }
             None => Ok(()),
         }
     }
@@ -254,5 +274,52 @@ mod tests {
         let ts: Vec<i64> = sink.events.iter().map(Event::ts).collect();
         assert_eq!(ts, vec![20, 40, 5]);
         assert!(!sink.finished);
+    }
+
+    #[test]
+    fn args_the_output_does_not_read_are_dropped_on_emit_and_after_a_filter() {
+        let mut defs = Defs::new();
+        let mut diag = Diagnostics::default();
+        let mut sink = MemSink::default();
+        let progress = Progress::new();
+        let (a, b) = (defs.intern("a"), defs.intern("b"));
+        let with_args = |ts: i64| {
+            let mut e = instant(ts);
+            if let Event::Instant(i) = &mut e {
+                i.args = vec![
+                    crate::Arg {
+                        key: a,
+                        value: crate::Value::Int(1),
+                    },
+                    crate::Arg {
+                        key: b,
+                        value: crate::Value::Int(2),
+                    },
+                ];
+            }
+            e
+        };
+        let keys = |e: &Event| match e {
+            Event::Instant(i) => i.args.iter().map(|x| x.key).collect::<Vec<_>>(),
+            _ => unreachable!(),
+        };
+        {
+            let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress)
+                .reading_args(ArgsRead::Only(&["b"]));
+            ctx.emit(with_args(1)).unwrap();
+            // the filter still sees every arg
+            ctx.filtered(
+                |_, _, ev| {
+                    assert_eq!(keys(&ev), [a, b]);
+                    Ok(Some(ev))
+                },
+                |inner| inner.emit(with_args(2)),
+            )
+            .unwrap();
+        }
+        let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
+        ctx.emit(with_args(3)).unwrap();
+        let got: Vec<_> = sink.events.iter().map(keys).collect();
+        assert_eq!(got, [vec![b], vec![b], vec![a, b]]);
     }
 }

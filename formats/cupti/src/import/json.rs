@@ -7,7 +7,7 @@ use std::io::Read;
 
 use rustc_hash::FxHashMap;
 use tracex_ir::kind::cat;
-use tracex_ir::{ArgsRead, Defs, Event, ImportCtx, Location, Result, StrId, Value};
+use tracex_ir::{Defs, Event, ImportCtx, Location, Result, StrId, Value};
 
 use super::categories::{CAT_MEMORY, CAT_OVERHEAD};
 use super::correlation::Correlation;
@@ -25,17 +25,10 @@ pub fn import<R: Read + Send>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     // exporters can write times from an origin (a `baseTimeNanoseconds` in the input wins)
     ctx.defs.clock.origin_unix_ns = Some(0);
     let mut index = 0u64;
-    // the Chrome importer makes every arg, this filter reads some: the others go before the
-    // events are sorted, when the output does not read them
-    let read = ctx.args_read();
     ctx.filtered(
         |defs, _, ev| {
             index += 1;
-            let mut ev = state.map(defs, ev, index - 1)?;
-            if let (ArgsRead::Only(_), Some(Event::Slice(s))) = (read, &mut ev) {
-                s.args.retain(|a| read.reads(defs.str(a.key)));
-            }
-            Ok(ev)
+            state.map(defs, ev, index - 1)
         },
         |inner| tracex_chrome::import(reader, &Default::default(), inner),
     )?;
