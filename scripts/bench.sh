@@ -106,6 +106,9 @@ for s in "${sections[@]}"; do
       measure "chrome -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json"
       fresh "$out/chrome-2m.out.json.gz"
       measure "chrome -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json.gz"
+      # a flame graph reads no args: the importer's args are dropped as they are emitted
+      measure "chrome -> folded (timeline)" "$(size "$f")" \
+        "$bin" -q convert -f --fold timeline "$f" "$out/chrome-2m.folded"
       ;;
     otf2)
       f=$out/chrome-2m.json
@@ -185,6 +188,7 @@ for s in "${sections[@]}"; do
       measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
       measure "nsys 250k -> otf2" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.otf2"
       measure "nsys 1M -> otf2" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.otf2"
+      measure "nsys 1M -> folded (timeline)" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.folded"
       measure "import only, rows not in time order" "$(size "$u")" "$bin" -q info "$u"
       fresh "$out/nsys-1m.json"
       measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
