@@ -87,12 +87,19 @@ fn number(raw: &str) -> Option<Value> {
         .map(Value::Float)
 }
 
-/// Parses an `args` object, from its `members` where the fast path read them; `None` if it is
-/// not an object.
-pub fn parse_args(defs: &mut Defs, raw: Raw<'_>, members: Members<'_>) -> Option<Args> {
+/// Parses an `args` object, from its `members` where the fast path read them, keeping the
+/// members whose key `keep` says; `None` if it is not an object.
+pub fn parse_args(
+    defs: &mut Defs,
+    raw: Raw<'_>,
+    members: Members<'_>,
+    keep: impl Fn(&str) -> bool,
+) -> Option<Args> {
     let mut add = |args: &mut Args, key: &str, value: &str| {
-        let key = defs.intern(key);
-        tracex_ir::defs::set_arg(args, key, value_of(value));
+        if keep(key) {
+            let key = defs.intern(key);
+            tracex_ir::defs::set_arg(args, key, value_of(value));
+        }
     };
     if let Some(members) = members.0 {
         let mut args = Args::with_capacity(members.len());
@@ -178,7 +185,7 @@ mod tests {
     fn duplicate_keys_keep_the_last() {
         let mut d = Defs::new();
         let raw: &RawValue = serde_json::from_str(r#"{"a":1,"b":{"c":2},"a":3}"#).unwrap();
-        let a = parse_args(&mut d, raw.into(), Members(None)).unwrap();
+        let a = parse_args(&mut d, raw.into(), Members(None), |_| true).unwrap();
         assert_eq!(a.len(), 2);
         assert_eq!(a[0].value, Value::Int(3));
         assert_eq!(a[1].value, Value::Json(r#"{"c":2}"#.into()));

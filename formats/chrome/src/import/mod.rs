@@ -140,6 +140,10 @@ struct Importer {
     rocprof_starts: FxHashMap<(TrackId, i64), i64>,
 }
 
+/// The args this importer reads itself: tracex's mark of a slice it closed at the end of a
+/// trace, and rocprof's exact times.
+const READ_HERE: &[&str] = &[crate::export::OPEN_ARG, "BeginNs", "EndNs"];
+
 /// The namespaces of async-like tracks: ids of different kinds never share a track.
 const NS_NESTABLE: u8 = 0;
 const NS_LEGACY: u8 = 1;
@@ -412,10 +416,15 @@ impl Importer {
         Ok(s)
     }
 
+    /// The args of an event: those the output reads and those this importer reads itself (the
+    /// others would be dropped as the event is emitted; a folded flame graph reads none of a
+    /// Kineto trace's, and making them was a fifteenth of a conversion to it).
     fn args(&self, ctx: &mut ImportCtx, e: &RawEvent) -> tracex_ir::Args {
+        let read = ctx.args_read();
+        let keep = |key: &str| read.reads(key) || READ_HERE.contains(&key);
         match e.args {
             None => Vec::new(),
-            Some(r) => match args::parse_args(ctx.defs, r, e.members) {
+            Some(r) => match args::parse_args(ctx.defs, r, e.members, keep) {
                 Some(a) => a,
                 None => {
                     self.note(ctx, &d::ARGS_NOT_OBJECT);
@@ -917,5 +926,69 @@ impl Importer {
         self.stacks.close(ctx.defs, ctx.diag);
         self.profiles.close(ctx.defs, ctx.diag);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracex_ir::mem::MemSink;
+    use tracex_ir::{ArgsRead, Defs, Diagnostics, Progress};
+
+    /// Each slice `json` becomes, as (start, duration, arg keys), when the output reads `args`.
+    fn slices(json: &str, args: ArgsRead) -> Vec<(i64, Option<i64>, Vec<String>)> {
+        let mut defs = Defs::new();
+        let mut diag = Diagnostics::default();
+        let mut sink = MemSink::default();
+        let progress = Progress::new();
+        let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress).reading_args(args);
+        import(json.as_bytes(), &ImportOptions::default(), &mut ctx).unwrap();
+        (sink.events.iter())
+            .filter_map(|e| match e {
+                Event::Slice(s) => {
+                    let keys = s.args.iter().map(|a| defs.str(a.key).into()).collect();
+                    Some((s.ts, s.dur, keys))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn args_the_output_does_not_read_are_not_made_but_those_read_here_are_used() {
+        // rocprof's exact times, and tracex's mark of a slice it closed at the end of a trace
+        let json = r#"[
+            {"ph": "X", "name": "hip", "pid": 1, "tid": 1, "ts": 2678276061325, "dur": 1,
+             "args": {"BeginNs": "2678276061325820", "EndNs": "2678276061326780", "x": 1, "y": 2}},
+            {"ph": "B", "name": "open", "pid": 1, "tid": 2, "ts": 2678276061330, "args": {"y": 3}},
+            {"ph": "E", "pid": 1, "tid": 2, "ts": 2678276061340, "args": {"tracex_open": true, "x": 4}}
+        ]"#;
+        let all = slices(json, ArgsRead::All);
+        assert_eq!(
+            all,
+            [
+                (
+                    2678276061325820,
+                    Some(960),
+                    vec!["BeginNs", "EndNs", "x", "y"]
+                        .into_iter()
+                        .map(String::from)
+                        .collect()
+                ),
+                (
+                    2678276061330000,
+                    None,
+                    vec!["y".to_string(), "x".to_string()]
+                ),
+            ]
+        );
+        let only_x = slices(json, ArgsRead::Only(&["x"]));
+        assert_eq!(
+            only_x,
+            [
+                (2678276061325820, Some(960), vec!["x".to_string()]),
+                (2678276061330000, None, vec!["x".to_string()]),
+            ]
+        );
     }
 }
