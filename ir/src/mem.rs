@@ -4,7 +4,8 @@ use crate::defs::Defs;
 use crate::diag::Diagnostics;
 use crate::error::Result;
 use crate::event::Event;
-use crate::sink::{Sink, Stage};
+use crate::progress::Progress;
+use crate::sink::{ArgsRead, ImportCtx, Sink, Stage};
 
 /// Collects events in arrival order.
 #[derive(Default, Debug)]
@@ -34,6 +35,21 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// What `import` makes of its input, for an output that reads `args` (tests of importers).
+    pub fn imported(
+        args: ArgsRead,
+        import: impl FnOnce(&mut ImportCtx) -> Result<()>,
+    ) -> Result<Trace> {
+        let mut trace = Trace::default();
+        let mut sink = MemSink::default();
+        let progress = Progress::new();
+        let mut ctx = ImportCtx::new(&mut trace.defs, &mut trace.diag, &mut sink, &progress)
+            .reading_args(args);
+        import(&mut ctx)?;
+        trace.events = sink.events;
+        Ok(trace)
+    }
+
     /// Pushes a copy of every event into `stage`, then ends it.
     pub fn replay(&mut self, stage: &mut dyn Stage) -> Result<()> {
         for ev in self.events.clone() {

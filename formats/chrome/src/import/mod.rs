@@ -932,21 +932,17 @@ impl Importer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracex_ir::mem::MemSink;
-    use tracex_ir::{ArgsRead, Defs, Diagnostics, Progress};
+    use tracex_ir::mem::Trace;
+    use tracex_ir::ArgsRead;
 
     /// Each slice `json` becomes, as (start, duration, arg keys), when the output reads `args`.
     fn slices(json: &str, args: ArgsRead) -> Vec<(i64, Option<i64>, Vec<String>)> {
-        let mut defs = Defs::new();
-        let mut diag = Diagnostics::default();
-        let mut sink = MemSink::default();
-        let progress = Progress::new();
-        let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress).reading_args(args);
-        import(json.as_bytes(), &ImportOptions::default(), &mut ctx).unwrap();
-        (sink.events.iter())
+        let opts = ImportOptions::default();
+        let t = Trace::imported(args, |ctx| import(json.as_bytes(), &opts, ctx)).unwrap();
+        (t.events.iter())
             .filter_map(|e| match e {
                 Event::Slice(s) => {
-                    let keys = s.args.iter().map(|a| defs.str(a.key).into()).collect();
+                    let keys = s.args.iter().map(|a| t.defs.str(a.key).into()).collect();
                     Some((s.ts, s.dur, keys))
                 }
                 _ => None,

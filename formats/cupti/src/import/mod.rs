@@ -54,20 +54,16 @@ pub fn import<R: Read + Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracex_ir::mem::MemSink;
-    use tracex_ir::{ArgsRead, Defs, Diagnostics, Event, Progress};
+    use tracex_ir::mem::Trace;
+    use tracex_ir::{ArgsRead, Event};
 
     /// The arg keys of each slice `input` becomes, when the output reads `args`.
     fn slice_arg_keys(input: &str, args: ArgsRead) -> Vec<Vec<String>> {
-        let mut defs = Defs::new();
-        let mut diag = Diagnostics::default();
-        let mut sink = MemSink::default();
-        let progress = Progress::new();
-        let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress).reading_args(args);
-        import(input.as_bytes(), &ImportOptions::default(), &mut ctx).unwrap();
-        (sink.events.iter())
+        let opts = ImportOptions::default();
+        let t = Trace::imported(args, |ctx| import(input.as_bytes(), &opts, ctx)).unwrap();
+        (t.events.iter())
             .filter_map(|e| match e {
-                Event::Slice(s) => Some(s.args.iter().map(|a| defs.str(a.key).into()).collect()),
+                Event::Slice(s) => Some(s.args.iter().map(|a| t.defs.str(a.key).into()).collect()),
                 _ => None,
             })
             .collect()
