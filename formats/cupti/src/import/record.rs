@@ -127,15 +127,6 @@ pub fn for_each_field<'a>(text: &'a str, mut each: impl FnMut(Field<'a>)) {
     let mut depth = 0i32;
     let mut quoted = false;
     let mut start = 0;
-    // the first bracket or parenthesis of the field, quoted or not, where its value may start
-    let mut open = None;
-    let mut emit = |from: usize, to: usize, open: Option<usize>| {
-        let part = trim(&text[from..to]);
-        let at = part.as_ptr() as usize - text.as_ptr() as usize;
-        if let Some(f) = field(part, open.map(|o| o - at)) {
-            each(f);
-        }
-    };
     for (i, &b) in text.as_bytes().iter().enumerate() {
         // most bytes are none of these: one load tells (matching every byte against each was
         // a third of the thread that reads CUPTI text ahead)
@@ -144,42 +135,19 @@ pub fn for_each_field<'a>(text: &'a str, mut each: impl FnMut(Field<'a>)) {
         }
         match b {
             b'"' => quoted = !quoted,
-            b'[' | b'(' => {
-                open = open.or(Some(i));
-                depth += i32::from(!quoted);
-            }
+            b'[' | b'(' if !quoted => depth += 1,
             b']' | b')' if !quoted => depth -= 1,
             b',' if !quoted && depth <= 0 => {
-                emit(start, i, open.take());
+                if let Some(f) = field(text[start..i].trim()) {
+                    each(f);
+                }
                 start = i + 1;
             }
             _ => {}
         }
     }
-    emit(start, text.len(), open);
-}
-
-/// `s` without whitespace around it: [`str::trim`], after a look at the ends (a field has at
-/// most the space after its comma; trimming with `str::trim` was a tenth of the thread that
-/// reads CUPTI text ahead).
-fn trim(s: &str) -> &str {
-    match s.as_bytes() {
-        [] => s,
-        [first, .., last] | [first @ last]
-            if first.is_ascii_graphic() && last.is_ascii_graphic() =>
-        {
-            s
-        }
-        [b' ', second, .., last] if second.is_ascii_graphic() && last.is_ascii_graphic() => &s[1..],
-        _ => s.trim(),
-    }
-}
-
-/// [`str::trim_end`], after a look at the end.
-fn trim_end(s: &str) -> &str {
-    match s.as_bytes().last() {
-        Some(last) if last.is_ascii_graphic() => s,
-        _ => s.trim_end(),
+    if let Some(f) = field(text[start..].trim()) {
+        each(f);
     }
 }
 
@@ -195,27 +163,28 @@ static SPECIAL: [bool; 256] = {
     t
 };
 
-/// The field `part` (trimmed) is, given where its first bracket or parenthesis is: `"name"`,
-/// `key [ ... ]` or `key ( ... )`, `key value`, or a bare `value`.
-fn field(part: &str, open: Option<usize>) -> Option<Field<'_>> {
-    let bytes = part.as_bytes();
-    let (&first, &last) = (bytes.first()?, bytes.last()?);
-    if first == b'"' {
+fn field(part: &str) -> Option<Field<'_>> {
+    if part.is_empty() {
+        return None;
+    }
+    if part.starts_with('"') {
         return Some(Field {
             key: "",
             value: part,
         });
     }
-    if let (b']' | b')', Some(open)) = (last, open) {
-        return Some(Field {
-            key: trim_end(&part[..open]),
-            value: &part[open..],
-        });
+    if part.ends_with(']') || part.ends_with(')') {
+        if let Some(open) = part.find(['[', '(']) {
+            return Some(Field {
+                key: part[..open].trim_end(),
+                value: &part[open..],
+            });
+        }
     }
-    Some(match bytes.iter().rposition(|&b| b == b' ') {
-        Some(space) => Field {
-            key: trim_end(&part[..space]),
-            value: &part[space + 1..],
+    Some(match part.rsplit_once(' ') {
+        Some((k, v)) => Field {
+            key: k.trim_end(),
+            value: v,
         },
         None => Field {
             key: "",
@@ -278,25 +247,6 @@ mod tests {
         assert_eq!(names[1], f("", "\"void k<int, 2>(float*)\""));
     }
 
-    /// Makes a field of a part as `push_fields` does, with `str`'s searches (its former code).
-    fn field_by_searches(part: &str) -> Option<Field<'_>> {
-        if part.is_empty() {
-            return None;
-        }
-        if part.starts_with('"') {
-            return Some(f("", part));
-        }
-        if part.ends_with(']') || part.ends_with(')') {
-            if let Some(open) = part.find(['[', '(']) {
-                return Some(f(part[..open].trim_end(), &part[open..]));
-            }
-        }
-        Some(match part.rsplit_once(' ') {
-            Some((k, v)) => f(k.trim_end(), v),
-            None => f("", part),
-        })
-    }
-
     /// Splits as `push_fields` does, one char at a time (its former code).
     fn fields_by_chars(text: &str) -> Vec<Field<'_>> {
         let (mut out, mut depth, mut quoted, mut start) = (Vec::new(), 0i32, false, 0);
@@ -306,13 +256,13 @@ mod tests {
                 '[' | '(' if !quoted => depth += 1,
                 ']' | ')' if !quoted => depth -= 1,
                 ',' if !quoted && depth <= 0 => {
-                    out.extend(field_by_searches(text[start..i].trim()));
+                    out.extend(field(text[start..i].trim()));
                     start = i + 1;
                 }
                 _ => {}
             }
         }
-        out.extend(field_by_searches(text[start..].trim()));
+        out.extend(field(text[start..].trim()));
         out
     }
 
