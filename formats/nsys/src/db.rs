@@ -52,7 +52,6 @@ pub fn path_location(path: &Path) -> Location {
     Location::File(path.display().to_string())
 }
 
-/// An SQLite failure as a tracex error, worded for the usual causes.
 /// The error of a table that changed while tracex read it (its rows no longer match what an
 /// earlier scan of it found).
 pub fn table_changed(at: Location) -> Error {
@@ -62,6 +61,7 @@ pub fn table_changed(at: Location) -> Error {
     )
 }
 
+/// An SQLite failure as a tracex error, worded for the usual causes.
 pub fn sqlite_error(at: Location, doing: &str, e: rusqlite::Error) -> Error {
     let code = e.sqlite_error_code();
     let why = match code {
