@@ -72,6 +72,11 @@ pub fn read_ahead<B: Batch, E: From<io::Error>>(
 pub struct Handoff<M, B> {
     tx: SyncSender<M>,
     spent: Receiver<B>,
+    /// Spent batches back from the importing thread, to be filled again.
+    pool: Vec<B>,
+    /// Batches sent, and those back.
+    sent: u64,
+    back: u64,
     /// Bytes at which the current batch is full.
     full: usize,
     most: usize,
@@ -84,6 +89,9 @@ impl<M, B: Default> Handoff<M, B> {
         Handoff {
             tx,
             spent,
+            pool: Vec::new(),
+            sent: 0,
+            back: 0,
             full: first,
             most,
         }
@@ -97,8 +105,29 @@ impl<M, B: Default> Handoff<M, B> {
             return true;
         }
         self.full = (self.full * 2).min(self.most);
-        let next = self.spent.try_recv().unwrap_or_default();
+        self.collect();
+        let next = self.pool.pop().unwrap_or_default();
+        self.sent += 1;
         self.tx.send(wrap(std::mem::replace(batch, next))).is_ok()
+    }
+
+    /// Whether the importing thread is behind: the queue to it is full, or but one batch short.
+    /// A reader whose batches leave part of the parsing to the importing thread does it itself
+    /// only then, so that the work settles where a core is free: the CUPTI text reader that
+    /// did it all was the bottleneck of a GPU merge while the importing thread waited for it
+    /// half the time, and the importing thread that did it all became the bottleneck in turn.
+    pub fn behind(&mut self) -> bool {
+        self.collect();
+        // the batches sent that are not back: those queued, and the one in hand
+        self.sent - self.back >= AHEAD as u64
+    }
+
+    /// Takes the spent batches that came back.
+    fn collect(&mut self) {
+        while let Ok(b) = self.spent.try_recv() {
+            self.back += 1;
+            self.pool.push(b);
+        }
     }
 
     /// Sends a last message (the last batch, how reading ended); the importing thread may have
@@ -142,6 +171,20 @@ mod tests {
             }
         }
         assert_eq!(sent, [2, 4, 8, 8, 8, 8]);
+        // every batch sent came back: the importing thread is not behind
+        assert!(!h.behind());
+        let mut more = vec![0; 8];
+        for _ in 0..AHEAD - 1 {
+            assert!(h.offer(&mut more, 8, |b| b));
+            more.resize(8, 0);
+            assert!(!h.behind());
+        }
+        assert!(h.offer(&mut more, 8, |b| b));
+        assert!(h.behind(), "{AHEAD} batches sent and none back");
+        rx.try_recv().unwrap();
+        spent_tx.send(Vec::new()).unwrap();
+        assert!(!h.behind(), "one came back");
+        while rx.try_recv().is_ok() {}
         // a spent batch came back in place of the last one sent
         assert!(batch.capacity() >= 100);
         h.last(batch);

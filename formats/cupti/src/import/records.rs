@@ -31,6 +31,9 @@ pub struct Parsed {
     kind: Range<usize>,
     label: Option<Range<usize>>,
     times: Range<usize>,
+    /// The texts the fields are split from: the first line's after the times, and the
+    /// continuation lines'.
+    rest: [Range<usize>; 2],
     fields: Range<usize>,
 }
 
@@ -41,6 +44,8 @@ pub struct Batch {
     times: Vec<i64>,
     fields: Vec<(Range<usize>, Range<usize>)>,
     items: Vec<Item>,
+    /// Whether the records' fields are split yet.
+    split: bool,
 }
 
 impl ahead::Batch for Batch {
@@ -49,6 +54,7 @@ impl ahead::Batch for Batch {
         self.times.clear();
         self.fields.clear();
         self.items.clear();
+        self.split = false;
     }
 }
 
@@ -77,6 +83,19 @@ impl Batch {
             .collect()
     }
 
+    /// Splits the fields of the records whose fields are not split yet.
+    fn split_fields(&mut self) {
+        if self.split {
+            return;
+        }
+        self.split = true;
+        for item in &mut self.items {
+            if let Item::Record { parsed: Ok(p), .. } = item {
+                p.fields = split_fields(&self.text, &p.rest, &mut self.fields);
+            }
+        }
+    }
+
     /// Parses a record (its first line and its continuation lines, each followed by a comma)
     /// into the batch.
     fn push_record(&mut self, line: u64, head: &str, more: &str) {
@@ -85,6 +104,7 @@ impl Batch {
             times,
             fields,
             items,
+            split,
         } = self;
         let start = text.len();
         text.push_str(head);
@@ -94,14 +114,17 @@ impl Batch {
         let (t, f) = (times.len(), fields.len());
         let parsed = match record::parse_head(head, times) {
             Ok((kind, label, rest)) => {
-                for part in [rest, more] {
-                    record::for_each_field(part, |x| fields.push((at(x.key), at(x.value))));
-                }
+                let rest = [at(rest), at(more)];
+                let fields = match *split {
+                    true => split_fields(text, &rest, fields),
+                    false => f..f,
+                };
                 Ok(Parsed {
                     kind: at(kind),
                     label: label.map(at),
                     times: t..times.len(),
-                    fields: f..fields.len(),
+                    rest,
+                    fields,
                 })
             }
             Err(why) => {
@@ -111,6 +134,22 @@ impl Batch {
         };
         items.push(Item::Record { line, parsed });
     }
+}
+
+/// Splits the fields of `rest` (ranges of `text`) into `fields`; gives their range there.
+fn split_fields(
+    text: &str,
+    rest: &[Range<usize>; 2],
+    fields: &mut Vec<(Range<usize>, Range<usize>)>,
+) -> Range<usize> {
+    let f = fields.len();
+    let at = |part: &str| ahead::span(text, part);
+    for part in rest {
+        record::for_each_field(&text[part.clone()], |x| {
+            fields.push((at(x.key), at(x.value)))
+        });
+    }
+    f..fields.len()
 }
 
 /// The record being read: its line and first line, and its continuation lines, each followed
@@ -152,6 +191,10 @@ fn read<R: Read>(reader: R, out: &mut Handoff<Msg<Batch>, Batch>) {
     let mut batch = Batch::default();
     let mut pending = Pending::default();
     loop {
+        if batch.items.is_empty() {
+            // a new batch: its fields are split here only while the importing thread is behind
+            batch.split = out.behind();
+        }
         let (no, bytes) = match lines.next_line() {
             Ok(Some(line)) => line,
             Ok(None) => {
@@ -209,6 +252,7 @@ pub fn records<R: Read + Send, E: From<io::Error>>(
         (FIRST_BATCH, BATCH_BYTES),
         |out| read(reader, out),
         |batch: &mut Batch| {
+            batch.split_fields();
             let fields = batch.fields();
             for item in &batch.items {
                 each(item, batch, &fields)?;
@@ -231,6 +275,41 @@ mod tests {
                 Err(why) => format!("{line} bad {why}"),
             },
         }
+    }
+
+    #[test]
+    fn fields_split_by_the_reader_or_the_importing_thread_are_the_same() {
+        let records = [
+            (
+                "CONCURRENT_KERNEL [ 5, 9 ] duration 4, \"k<1, 2>(float*)\", correlationId 3",
+                "\tgrid [ 1, 1, 1 ], block [ 32, 1, 1 ],\tdeviceId 0, streamId 7,",
+            ),
+            ("MEMCPY \"HtoD\" [ 1, 2 ] duration 1, size 4096", ""),
+            ("RUNTIME [ 1, x ] duration 1", "\tthreadId 3,"),
+            (
+                "MEMORY2 [ 8 ] memoryOperationType ALLOCATE, name \"a, b\"",
+                "\tdeviceId (0, 1),",
+            ),
+        ];
+        let shown_all = |split: bool| {
+            let mut batch = Batch {
+                split,
+                ..Batch::default()
+            };
+            for (i, (head, more)) in records.iter().enumerate() {
+                batch.push_record(i as u64, head, more);
+            }
+            batch.split_fields();
+            let fields = batch.fields();
+            (batch.items.iter())
+                .map(|item| shown(item, &batch, &fields))
+                .collect::<Vec<_>>()
+        };
+        let by_reader = shown_all(true);
+        assert_eq!(by_reader, shown_all(false));
+        assert!(by_reader[0].contains("key: \"streamId\", value: \"7\""));
+        assert!(by_reader[2].contains("bad"));
+        assert!(by_reader[3].contains("key: \"deviceId\", value: \"(0, 1)\""));
     }
 
     #[test]
