@@ -28,6 +28,8 @@ pub enum Kind {
     PlainBad(&'static DiagKind),
     Extended(Fields),
     ExtendedBad(&'static DiagKind, String),
+    /// Not parsed yet: the importing thread parses it ([`Batch::parse`]).
+    Unparsed,
 }
 
 /// An extended line's fields, its texts as ranges of the batch's text.
@@ -70,12 +72,31 @@ pub struct Line {
 pub struct Batch {
     pub text: String,
     pub lines: Vec<Line>,
+    /// The dialect of its lines left [`Kind::Unparsed`] for the importing thread, if any.
+    unparsed: Option<Dialect>,
+}
+
+impl Batch {
+    /// Parses the lines the reader left for this thread.
+    fn parse(&mut self) {
+        let Some(dialect) = self.unparsed.take() else {
+            return;
+        };
+        for line in &mut self.lines {
+            if let Kind::Unparsed = line.kind {
+                line.kind = parse(dialect, &self.text[line.text.clone()], line.text.start);
+            }
+        }
+    }
 }
 
 /// Decides each line's dialect (on the first that is not blank or a comment, when the options
 /// leave it open) and parses it.
 pub struct Classifier {
     pub dialect: Dialect,
+    /// Whether lines are only checked as text, trimmed and told apart from blanks and
+    /// comments, and left [`Kind::Unparsed`].
+    pub defer: bool,
 }
 
 impl Classifier {
@@ -115,33 +136,42 @@ impl Classifier {
                 Dialect::Plain
             };
         }
-        // where a part of `t` lies in `out`
-        let at = |part: &str| {
-            let r = ahead::span(t, part);
-            start + r.start..start + r.end
-        };
-        let kind = match self.dialect {
-            Dialect::Extended => match extended::parse(t) {
-                Ok(l) => Kind::Extended(Fields {
-                    ts: l.ts,
-                    comm: at(l.comm),
-                    pid: l.pid,
-                    tid: l.tid,
-                    cpu: l.cpu,
-                    stack: at(l.stack),
-                }),
-                Err((kind, why)) => Kind::ExtendedBad(kind, why),
-            },
-            _ => match plain::parse(t) {
-                plain::Line::Stack { stack, counts } => Kind::Plain {
-                    stack: at(stack),
-                    counts,
-                },
-                plain::Line::Bad(kind) => Kind::PlainBad(kind),
-            },
+        let kind = match self.defer {
+            true => Kind::Unparsed,
+            false => parse(self.dialect, t, start),
         };
         out.push_str(t);
         (start..start + t.len(), kind)
+    }
+}
+
+/// The kind of the trimmed line `t`, which is not blank or a comment, in `dialect`; its parts
+/// as ranges of the batch's text, where `t` starts at `start`.
+fn parse(dialect: Dialect, t: &str, start: usize) -> Kind {
+    // where a part of `t` lies in the batch's text
+    let at = |part: &str| {
+        let r = ahead::span(t, part);
+        start + r.start..start + r.end
+    };
+    match dialect {
+        Dialect::Extended => match extended::parse(t) {
+            Ok(l) => Kind::Extended(Fields {
+                ts: l.ts,
+                comm: at(l.comm),
+                pid: l.pid,
+                tid: l.tid,
+                cpu: l.cpu,
+                stack: at(l.stack),
+            }),
+            Err((kind, why)) => Kind::ExtendedBad(kind, why),
+        },
+        _ => match plain::parse(t) {
+            plain::Line::Stack { stack, counts } => Kind::Plain {
+                stack: at(stack),
+                counts,
+            },
+            plain::Line::Bad(kind) => Kind::PlainBad(kind),
+        },
     }
 }
 
@@ -154,6 +184,7 @@ impl ahead::Batch for Batch {
     fn clear(&mut self) {
         self.text.clear();
         self.lines.clear();
+        self.unparsed = None;
     }
 }
 
@@ -161,12 +192,23 @@ impl ahead::Batch for Batch {
 /// up.
 fn read<R: Read>(reader: R, dialect: Dialect, out: &mut Handoff<Msg<Batch>, Batch>) {
     let mut lines = LineReader::new(reader);
-    let mut classifier = Classifier { dialect };
+    let mut classifier = Classifier {
+        dialect,
+        defer: false,
+    };
     let mut batch = Batch::default();
     loop {
+        if batch.lines.is_empty() {
+            // a new batch: its lines are parsed here only while the importing thread is behind
+            classifier.defer = !out.behind();
+        }
         match lines.next_line() {
             Ok(Some((no, bytes))) => {
                 classifier.push(&mut batch, no, bytes);
+                if classifier.defer {
+                    // (the dialect is known once a line was parsed or deferred)
+                    batch.unparsed = Some(classifier.dialect);
+                }
                 // blank lines and comments hold no text, but take room
                 let bytes = batch.text.len() + batch.lines.len() * std::mem::size_of::<Line>();
                 if !out.offer(&mut batch, bytes, Msg::Batch) {
@@ -195,6 +237,7 @@ pub fn lines<R: Read + Send, E: From<io::Error>>(
         (FIRST_BATCH, BATCH_BYTES),
         |out| read(reader, dialect, out),
         |batch: &mut Batch| {
+            batch.parse();
             for line in &batch.lines {
                 each(line, &batch.text)?;
             }
@@ -245,16 +288,25 @@ mod tests {
     #[test]
     fn lines_read_ahead_are_every_line_in_order_as_parsed_here() {
         let data = input();
-        let mut direct = Vec::new();
-        let mut reader = LineReader::new(&data[..]);
-        let mut classifier = Classifier {
-            dialect: Dialect::Auto,
+        // each line parsed here, on the reader or left for the importing thread
+        let parsed_here = |defer: bool| {
+            let mut shown_lines = Vec::new();
+            let mut reader = LineReader::new(&data[..]);
+            let mut classifier = Classifier {
+                dialect: Dialect::Auto,
+                defer,
+            };
+            while let Some((no, bytes)) = reader.next_line().unwrap() {
+                let mut batch = Batch::default();
+                classifier.push(&mut batch, no, bytes);
+                batch.unparsed = defer.then_some(classifier.dialect);
+                batch.parse();
+                shown_lines.push(shown(&batch.lines[0], &batch.text));
+            }
+            shown_lines
         };
-        while let Some((no, bytes)) = reader.next_line().unwrap() {
-            let mut batch = Batch::default();
-            classifier.push(&mut batch, no, bytes);
-            direct.push(shown(&batch.lines[0], &batch.text));
-        }
+        let direct = parsed_here(false);
+        assert_eq!(direct, parsed_here(true));
         let mut ahead = Vec::new();
         lines(&data[..], Dialect::Auto, |line, text| {
             ahead.push(shown(line, text));

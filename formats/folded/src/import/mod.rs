@@ -74,6 +74,7 @@ impl Importer {
                 Location::Line(no),
                 format!("{why} in {:?}", excerpt(t)),
             ),
+            Kind::Unparsed => unreachable!("`ahead::lines` parses every line it hands on"),
         }
         Ok(())
     }
