@@ -52,6 +52,15 @@ impl ScanSpec {
     }
 }
 
+/// How many rows `table` has, and the rowid of the first: from the file's pages when the table
+/// allows ([`PageScan::count`]), else `None` (the caller asks SQLite).
+pub fn count_all(conn: &Connection, table: &Table) -> Result<Option<(u64, i64)>> {
+    match ScanSpec::new(table, &[]).pages(conn) {
+        Some(scan) => scan.count().map(Some),
+        None => Ok(None),
+    }
+}
+
 /// How many rows of `table` pass `filter` on `column`, and the rowid of the first: from the
 /// file's pages when the table allows, else `None` (the caller asks SQLite).
 pub fn count_where(
