@@ -47,10 +47,48 @@ const MAX_DEPTH: usize = 1 << 14;
 #[derive(Default)]
 pub struct Orders {
     cells: std::sync::Mutex<FxHashMap<OrderOf, Arc<OnceLock<Arc<Order>>>>>,
-    /// Held while one table's keys are sorted (40 bytes a row for the time of the sort): the
-    /// readers of the big tables start together, and their sorts at once were the import's
-    /// peak memory. The first scan, which finds most tables in order, runs without it.
-    sorting: std::sync::Mutex<()>,
+    /// The rows whose keys are being sorted (about 40 bytes a row for the time of the sort):
+    /// the readers of the big tables start together, and all their sorts at once were the
+    /// import's peak memory. The first scan, which finds most tables in order, runs without it.
+    sorting: SortRoom,
+}
+
+/// Rows whose keys may be held for sorting at once ([`SortRoom`]): two 1M-row tables, about
+/// 80 MB. Sorting one table after the other had one core idle for 150 ms while the merge
+/// waited (an export of 1M kernels and 1M API calls not in time order).
+const SORT_ROWS: u64 = 2 << 20;
+
+/// How many rows' keys are held for sorting; a table waits while its rows would take the
+/// total past [`SORT_ROWS`] (one bigger than that runs alone).
+#[derive(Default)]
+struct SortRoom {
+    rows: std::sync::Mutex<u64>,
+    freed: std::sync::Condvar,
+}
+
+impl SortRoom {
+    /// Waits for room for `rows` rows; the room is given back when the guard is dropped.
+    fn take(&self, rows: u64) -> SortGuard<'_> {
+        let mut held = self.rows.lock().unwrap_or_else(|p| p.into_inner());
+        while *held > 0 && *held + rows > SORT_ROWS {
+            held = self.freed.wait(held).unwrap_or_else(|p| p.into_inner());
+        }
+        *held += rows;
+        SortGuard { room: self, rows }
+    }
+}
+
+struct SortGuard<'a> {
+    room: &'a SortRoom,
+    rows: u64,
+}
+
+impl Drop for SortGuard<'_> {
+    fn drop(&mut self) {
+        let mut held = self.room.rows.lock().unwrap_or_else(|p| p.into_inner());
+        *held -= self.rows;
+        self.room.freed.notify_all();
+    }
 }
 
 /// A table, its time column and its end column.
@@ -97,13 +135,14 @@ struct Key {
 /// the time of the sort) and keeps the rowids in order (8 bytes a row): SQLite's sorter took a
 /// sixth of such an import. A table far from order gets the same, for [`crate::shuffle`]. Any
 /// `ts` or `end` that is not an integer (or NULL end) gives [`Order::Unsorted`]: SQLite sorts.
-/// The second scan and the sort hold `sorting`, so that one table at a time holds its keys.
-pub fn storage_order(
+/// The second scan and the sort take room in `sorting`, so that few tables at a time hold
+/// their keys.
+fn storage_order(
     conn: &Connection,
     table: &Table,
     ts: &str,
     end: Option<&str>,
-    sorting: &std::sync::Mutex<()>,
+    sorting: &SortRoom,
 ) -> Result<Order> {
     if !table.has(ts) {
         return Ok(Order::Unsorted);
@@ -140,17 +179,12 @@ pub fn storage_order(
     if ordered {
         return Ok(Order::Sorted);
     }
-    let _one_at_a_time = sorting.lock().unwrap_or_else(|p| p.into_inner());
-    // Sized from SQLite's count of the b-tree's cells, which reads pages but decodes no record
-    // (vectors grown by doubling held up to twice the keys at the import's peak); a scan that
-    // reads another number of rows saw the table change.
-    let count: usize = conn
-        .query_row(
-            &format!("SELECT count(*) FROM {}", table.sql_name()),
-            [],
-            |r| r.get(0),
-        )
-        .unwrap_or(0);
+    // Sized from the count of the b-tree's cells, which decodes no record (vectors grown by
+    // doubling held up to twice the keys at the import's peak); a scan that reads another
+    // number of rows saw the table change.
+    let count = crate::db::row_count(conn, table)?;
+    let _room = sorting.take(count);
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
     // the keys, with positions in storage order instead of rowids (the same order), and the
     // rows that sort before the previous one
     let mut keys = Keys::with_capacity(count);
@@ -299,6 +333,37 @@ mod tests {
             neg_end: std::cmp::Reverse(end.unwrap_or(0)),
             rowid: at,
         }
+    }
+
+    /// Tables take room for their rows' keys up to the limit, a table bigger than the limit
+    /// takes it alone, and room given back lets a waiting table go on.
+    #[test]
+    fn sort_room_holds_up_to_its_rows() {
+        let room = SortRoom::default();
+        let held = || *room.rows.lock().unwrap();
+        let a = room.take(SORT_ROWS / 2);
+        let b = room.take(SORT_ROWS / 2);
+        assert_eq!(held(), SORT_ROWS);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let c = room.take(1);
+                tx.send(()).unwrap();
+                drop(c);
+            });
+            // the third waits while the room is full
+            assert!(rx
+                .recv_timeout(std::time::Duration::from_millis(100))
+                .is_err());
+            drop(a);
+            rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        });
+        drop(b);
+        assert_eq!(held(), 0);
+        let big = room.take(3 * SORT_ROWS);
+        assert_eq!(held(), 3 * SORT_ROWS);
+        drop(big);
+        assert_eq!(held(), 0);
     }
 
     /// Packed keys sort as the keys do, and unpack to them.

@@ -2,7 +2,7 @@
 //! by [`crate::merge`]. A table whose rows are already in time order (most nsys exports) is
 //! read as stored; one stored close to time order (thread after thread) is read as stored and
 //! reordered by tracex in a small window; otherwise SQLite sorts it (spilling to temporary
-//! files). Which is decided on the stream's own reader thread, by [`storage_order`].
+//! files). Which is decided on the stream's own reader thread, by [`crate::order::Orders`].
 
 use std::sync::Arc;
 
