@@ -836,6 +836,24 @@ mod tests {
         (dir, path, conn)
     }
 
+    /// [`database`] with 512-byte pages and table T of `rows` rows (a, b): a = 0, 1, …, and b
+    /// the text `text` gives for a.
+    fn small_database(
+        rows: i64,
+        text: impl Fn(i64) -> String,
+    ) -> (tempfile::TempDir, std::path::PathBuf, Connection) {
+        let (dir, path, conn) =
+            database("PRAGMA page_size = 512; CREATE TABLE T (a INTEGER, b TEXT);");
+        for i in 0..rows {
+            conn.execute(
+                "INSERT INTO T VALUES (?1, ?2)",
+                rusqlite::params![i, text(i)],
+            )
+            .unwrap();
+        }
+        (dir, path, conn)
+    }
+
     /// Rows of every size (inline, spilling onto one and many overflow pages), every serial
     /// type, NULLs, a column added later, a REAL column holding whole numbers, a tree several
     /// levels deep, deleted rows and a filter: the page reader gives what SQLite gives.
@@ -922,15 +940,7 @@ mod tests {
     /// (the window grows), backward, repeated, and up to the last page (the window is cut).
     #[test]
     fn pages_read_ahead_are_the_files() {
-        let (_dir, path, conn) =
-            database("PRAGMA page_size = 512; CREATE TABLE T (a INTEGER, b TEXT);");
-        for i in 0..400i64 {
-            conn.execute(
-                "INSERT INTO T VALUES (?1, ?2)",
-                rusqlite::params![i, "z".repeat(90)],
-            )
-            .unwrap();
-        }
+        let (_dir, path, _) = small_database(400, |_| "z".repeat(90));
         let file = std::fs::read(&path).unwrap();
         let mut pages = Pages::open(&path).unwrap().unwrap();
         let count = pages.count;
@@ -998,15 +1008,7 @@ mod tests {
     /// byte of a small database's pages changed in turn.
     #[test]
     fn damaged_pages_are_errors() {
-        let (dir, path, conn) =
-            database("PRAGMA page_size = 512; CREATE TABLE T (a INTEGER, b TEXT);");
-        for i in 0..60i64 {
-            conn.execute(
-                "INSERT INTO T VALUES (?1, ?2)",
-                rusqlite::params![i, "y".repeat((i as usize * 53) % 1500)],
-            )
-            .unwrap();
-        }
+        let (dir, path, conn) = small_database(60, |i| "y".repeat((i as usize * 53) % 1500));
         let schema = Schema::probe(&conn, &tracex_ir::Location::Nowhere).unwrap();
         let t = schema.table("T").unwrap();
         let layout = Layout::of(&conn, &t, &["a", "b"], None).unwrap();
