@@ -227,11 +227,6 @@ pub fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
 
 /// How many rows of `table` match `filter` (SQL), and the rowid of the first one.
 pub fn rows_where(conn: &Connection, table: &Table, filter: &str) -> Result<(u64, i64)> {
-    if filter == "1" {
-        if let Some(counted) = crate::scan::count_all(conn, table)? {
-            return Ok(counted);
-        }
-    }
     let name = table.sql_name();
     // a bare count(*) counts the b-tree's cells without decoding a row, and min(rowid) is one
     // seek: together about a quarter of the cost of one query that filters (1M rows: 30 ms
@@ -254,11 +249,6 @@ pub fn rows_where(conn: &Connection, table: &Table, filter: &str) -> Result<(u64
                 e,
             )
         })
-}
-
-/// The number of rows of a table (for progress and accounting).
-pub fn row_count(conn: &Connection, table: &Table) -> Result<u64> {
-    rows_where(conn, table, "1").map(|(n, _)| n)
 }
 
 pub fn quote_ident(s: &str) -> String {

@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap;
 use tracex_ir::{Arg, Args, Defs, Diagnostics, Location, Result, StrId, Value};
 
 use crate::catalogue::{specific_columns, GpuKind, GpuTable, How, COMMON, GPU_TABLES};
-use crate::db::{row_count, rows_where};
+use crate::db::rows_where;
 use crate::db::{rowid, Cols, Row, Table};
 use crate::decoded::{Decoded, Hook, Parts, Skip};
 use crate::diag::{record_rows, row_at};
@@ -16,6 +16,7 @@ use crate::options::Activity;
 use crate::plan::{order_by, range_order, usable};
 use crate::plan::{Kind, Query, Setup, StreamDef};
 use crate::scan::ScanSpec;
+use crate::scan::{row_count, rows};
 
 /// Streams of the GPU tables present.
 pub fn plans(setup: &mut Setup, imp: &Importer) -> Result<()> {
@@ -52,7 +53,7 @@ pub fn plans(setup: &mut Setup, imp: &Importer) -> Result<()> {
 fn cuda_event_plan(setup: &mut Setup, t: &Table) -> Result<()> {
     let (conn, diag) = (setup.conn, &mut *setup.diag);
     if !t.has("timestamp") {
-        let all = rows_where(conn, t, "1")?;
+        let all = rows(conn, t)?;
         record_rows(
             diag,
             &crate::diag::CUDA_EVENT_WITHOUT_TIME,

@@ -72,7 +72,7 @@ pub fn import(path: &Path, opts: &ImportOptions, ctx: &mut ImportCtx) -> Result<
         let mut total = 0;
         for s in &streams {
             if let Some(t) = schema.table(&s.table) {
-                total += db::row_count(&conn, &t)?;
+                total += crate::scan::row_count(&conn, &t)?;
             }
         }
         ctx.progress.set_unit(tracex_ir::progress::Unit::Rows);

@@ -21,11 +21,11 @@ use rustc_hash::FxHashMap;
 use tracex_ir::{Location, Result};
 
 use crate::catalogue::COMMON;
-use crate::db::{owned, row_count, table_changed, Table};
+use crate::db::{owned, table_changed, Table};
 use crate::held::Held;
 use crate::idmap::IdMap;
 use crate::order::{NearlySorted, Order, OrderCheck, Orders};
-use crate::scan::{Filter, ScanRow, ScanRows, ScanSpec};
+use crate::scan::{row_count, Filter, ScanRow, ScanRows, ScanSpec};
 
 /// The join of the API calls of `api` with the GPU rows of `gpu`.
 #[derive(Clone, Debug)]

@@ -182,7 +182,7 @@ fn storage_order(
     // Sized from the count of the b-tree's cells, which decodes no record (vectors grown by
     // doubling held up to twice the keys at the import's peak); a scan that reads another
     // number of rows saw the table change.
-    let count = crate::db::row_count(conn, table)?;
+    let count = crate::scan::row_count(conn, table)?;
     let _room = sorting.take(count);
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     // the keys, with positions in storage order instead of rowids (the same order), and the

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use tracex_ir::{Result, StrId};
 
 use crate::catalogue::{CpuTable, GpuTable, How, InstantTable};
-use crate::db::{rows_where, Schema, Table};
+use crate::db::{Schema, Table};
 use crate::diag::record_rows;
 use crate::join::LaunchJoin;
 use crate::options::{Activities, Activity};
@@ -241,7 +241,7 @@ pub fn usable(
     if missing.is_empty() {
         return Ok(true);
     }
-    let (n, first) = rows_where(conn, t, "1")?;
+    let (n, first) = crate::scan::rows(conn, t)?;
     record_rows(
         diag,
         &crate::diag::TABLE_UNUSABLE,

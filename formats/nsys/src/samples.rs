@@ -3,7 +3,6 @@
 
 use tracex_ir::{Defs, Event, Result, Sample};
 
-use crate::db::rows_where;
 use crate::db::{Cols, Row};
 use crate::decoded::{Decoded, Hook, Skip};
 use crate::diag::record_rows;
@@ -19,7 +18,7 @@ pub fn plans(setup: &mut Setup, imp: &Importer) -> Result<()> {
         return Ok(());
     };
     if t.has("threadState") || t.has("cpuCycles") {
-        let all = rows_where(setup.conn, &t, "1")?;
+        let all = crate::scan::rows(setup.conn, &t)?;
         record_rows(
             setup.diag,
             &crate::diag::SAMPLE_FIELDS_DROPPED,

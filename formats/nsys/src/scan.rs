@@ -8,7 +8,7 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, Statement};
 use tracex_ir::{Location, Result};
 
-use crate::db::{owned, sqlite_error, Table};
+use crate::db::{owned, rows_where, sqlite_error, Table};
 use crate::pages::{Layout, PageRow, PageScan};
 
 pub use crate::pages::Filter;
@@ -52,13 +52,18 @@ impl ScanSpec {
     }
 }
 
-/// How many rows `table` has, and the rowid of the first: from the file's pages when the table
-/// allows ([`PageScan::count`]), else `None` (the caller asks SQLite).
-pub fn count_all(conn: &Connection, table: &Table) -> Result<Option<(u64, i64)>> {
+/// How many rows `table` has, and the rowid of the first (0 when it has none): from the
+/// file's pages when the table allows ([`PageScan::count`], no record read), else from SQLite.
+pub fn rows(conn: &Connection, table: &Table) -> Result<(u64, i64)> {
     match ScanSpec::new(table, &[]).pages(conn) {
-        Some(scan) => scan.count().map(Some),
-        None => Ok(None),
+        Some(scan) => scan.count(),
+        None => rows_where(conn, table, "1"),
     }
+}
+
+/// The number of rows of a table (for progress, sizing and accounting).
+pub fn row_count(conn: &Connection, table: &Table) -> Result<u64> {
+    rows(conn, table).map(|(n, _)| n)
 }
 
 /// How many rows of `table` pass `filter` on `column`, and the rowid of the first: from the

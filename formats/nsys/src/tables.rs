@@ -72,7 +72,7 @@ pub fn account(conn: &Connection, schema: &Schema, diag: &mut Diagnostics) -> Re
         let Some(t) = schema.table(name) else {
             continue;
         };
-        let n = crate::db::row_count(conn, &t)?;
+        let n = crate::scan::row_count(conn, &t)?;
         if n > 0 {
             skipped.push((t.name.clone(), n));
         }
