@@ -2,7 +2,7 @@
 #   make demo   installs what is missing, builds, converts the bundled example to every output format
 #   make test   installs what is missing, builds and runs every test (../shared/fixtures when present)
 #   make fuzz   runs every fuzz target for FUZZ_SECONDS (default 180) each
-.PHONY: setup build demo test explore lint bench fuzz memcheck install dist docker
+.PHONY: setup build pgo demo test explore lint bench fuzz memcheck install dist docker
 
 FUZZ_SECONDS ?= 180
 # make test draws the same random traces on every run, so a red run is always reproducible;
@@ -16,6 +16,11 @@ setup:
 build: setup
 	cargo build --release --locked
 
+# target/pgo/tracex: the release build optimised with a profile of its own conversions
+# (scripts/pgo.sh); what make bench measures and make install and make dist ship.
+pgo: setup
+	scripts/pgo.sh
+
 demo: build
 	scripts/demo.sh
 
@@ -26,6 +31,8 @@ test: setup
 	PROPTEST_RNG_SEED=$(PROPTEST_RNG_SEED) PROPTEST_CASES=$(PROPTEST_CASES) \
 	TRACEX_BIN=$(CURDIR)/target/tracex-under-test cargo test --locked --workspace -- --test-threads=2 --show-output
 	cargo check --locked --no-default-features
+	# the profiled build converts as target/release/tracex does, byte for byte
+	scripts/pgo.sh --check
 	$(MAKE) memcheck
 
 # Memory safety: the FFI under valgrind and AddressSanitizer, the bindings checked for aarch64,
@@ -48,20 +55,20 @@ lint:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo clippy --all-targets --locked --no-default-features -- -D warnings
 
-bench: build
+bench: setup
 	scripts/bench.sh
 
 # `make install` (PREFIX=/usr/local, DESTDIR for packaging): the binary, its man pages and the
 # bash, zsh and fish completions where those shells look for them.
 PREFIX ?= /usr/local
-install: build
-	install -Dm755 target/release/tracex $(DESTDIR)$(PREFIX)/bin/tracex
+install: pgo
+	install -Dm755 target/pgo/tracex $(DESTDIR)$(PREFIX)/bin/tracex
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
-	target/release/tracex man --dir $(DESTDIR)$(PREFIX)/share/man/man1
+	target/pgo/tracex man --dir $(DESTDIR)$(PREFIX)/share/man/man1
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	target/release/tracex completions bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tracex
-	target/release/tracex completions zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tracex
-	target/release/tracex completions fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tracex.fish
+	target/pgo/tracex completions bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tracex
+	target/pgo/tracex completions zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tracex
+	target/pgo/tracex completions fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tracex.fish
 
 # The release archive target/dist/tracex-VERSION-TARGET.tar.gz (binary, completions, man, README, licences).
 dist: setup

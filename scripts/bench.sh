@@ -9,7 +9,8 @@
 # script (not part of tracex) on 20k launches: src/xpu/flamegraph/ of
 # https://github.com/eunomia-bpf/bpf-developer-tutorial (the current version matches by thread
 # and weighs by µs, which tracex's --weight gpu-us reproduces).
-# Every job prints wall time, CPU time (user + system), peak RSS and input MB/s.
+# Every job prints wall time, CPU time (user + system), peak RSS and input MB/s, of the
+# profile-guided build (scripts/pgo.sh; TRACEX_PGO=0: of the plain release build).
 # tracex runs under SCHED_BATCH on Linux (src/sched.rs); TRACEX_SCHED_BATCH=0 bench.sh measures it
 # under the policy it was started with, as builds before f6af0c3 ran.
 #
@@ -23,8 +24,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -q -p tracex -p tracex-gen
-bin=target/release/tracex
 gen=target/release/tracex-gen
+# the profile-guided build that make install and make dist ship (scripts/pgo.sh);
+# TRACEX_PGO=0 measures the plain release build instead
+if [ "${TRACEX_PGO:-1}" = 0 ]; then
+  bin=target/release/tracex
+else
+  scripts/pgo.sh >&2
+  bin=target/pgo/tracex
+fi
+echo "tracex: $bin"
 out=bench-out
 mkdir -p "$out"
 sections=("$@")

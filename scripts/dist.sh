@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${TRACEX_BIN:-}"
 if [ -z "$bin" ]; then
-  cargo build --release --locked
-  bin=target/release/tracex
+  scripts/pgo.sh # the profile-guided build
+  bin=target/pgo/tracex
 fi
 version=$("$bin" --version | head -1 | awk '{print $2}')
 target=$(rustc -vV 2>/dev/null | sed -n 's/^host: //p')

@@ -50,6 +50,14 @@ if command -v rustup >/dev/null 2>&1 \
   rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1 \
     || echo "setup: could not add aarch64-unknown-linux-gnu; the cross check will be skipped" >&2
 fi
+# llvm-profdata from rustup's llvm-tools (it matches rustc's LLVM) merges the profile of the
+# profile-guided build (scripts/pgo.sh: make bench, install, dist; make test checks its outputs).
+profdata="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-profdata"
+if command -v rustup >/dev/null 2>&1 && [ ! -x "$profdata" ]; then
+  echo "setup: adding rustup's llvm-tools (llvm-profdata)" >&2
+  rustup component add llvm-tools >/dev/null 2>&1 \
+    || echo "setup: could not add llvm-tools; scripts/pgo.sh will say why it cannot build" >&2
+fi
 # maturin builds the Python wheel (pyproject.toml); the tests install that wheel into a fresh venv.
 MATURIN_VENV="${TRACEX_MATURIN_VENV:-$HOME/.cache/tracex/maturin}"
 if ! command -v maturin >/dev/null 2>&1 && [ ! -x "$MATURIN_VENV/bin/maturin" ]; then
