@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${TRACEX_BIN:-}"
 if [ -z "$bin" ]; then
-  scripts/pgo.sh # the profile-guided build
+  scripts/pgo.sh >&2 # the profile-guided build; stdout is the archive's path
   bin=target/pgo/tracex
 fi
 version=$("$bin" --version | head -1 | awk '{print $2}')

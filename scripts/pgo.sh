@@ -17,7 +17,8 @@
 #   --check  converts the same traces with target/release/tracex (built beforehand) and with the
 #            profiled build, and fails unless every output is byte-identical (`make test` runs it).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(realpath "$0")
+cd "$(dirname "$self")/.."
 check=false
 [ "${1:-}" = --check ] && check=true
 
@@ -87,7 +88,7 @@ train() {
 RUSTFLAGS="-Cprofile-generate=$work/raw" \
   cargo build --release --locked -q -p tracex --target "$host" --target-dir target/pgo-gen
 instrumented="target/pgo-gen/$host/release/tracex"
-made_by=$(cat "$instrumented" "$0" | sha256sum | cut -c1-16)
+made_by=$(cat "$instrumented" "$self" | sha256sum | cut -c1-16)
 if [ "$(cat "$work/profile.of" 2>/dev/null)" != "$made_by" ]; then
   rm -rf "$work/raw" "$work"/tracex-*.profdata "$work/profile.of"
   train "$instrumented" "$work/out-train"
