@@ -4,6 +4,8 @@
 use std::path::Path;
 
 use rusqlite::types::ValueRef;
+
+use crate::batch::Packed;
 use rusqlite::{Connection, OpenFlags};
 use rustc_hash::FxHashMap;
 use tracex_ir::{Error, Location, Result};
@@ -286,30 +288,46 @@ fn describe(v: ValueRef) -> String {
     }
 }
 
-/// One row of a query, owned (read on a reader thread, decoded on the main one). Column 0 of
-/// every tracex query is the rowid.
-pub type Row = [rusqlite::types::Value];
+/// One row of a query (read on a reader thread or from a spool, decoded on the main one): its
+/// packed cells and their batch's bytes ([`crate::batch`]). Column 0 of every tracex query is
+/// the rowid.
+#[derive(Clone, Copy, Debug)]
+pub struct Row<'a> {
+    pub cells: &'a [Packed],
+    /// The batch's texts ([`crate::batch::Batch::texts`]).
+    pub texts: (&'a [u8], &'a [(usize, usize)]),
+}
+
+impl<'a> Row<'a> {
+    /// Cell `i` (NULL past the end).
+    #[inline]
+    pub fn get(&self, i: usize) -> ValueRef<'a> {
+        (self.cells.get(i)).map_or(ValueRef::Null, |c| c.value_ref(self.texts))
+    }
+}
 
 /// Reads the columns of one row in SELECT order, with typed getters whose errors name the
 /// column.
 pub struct Cols<'r> {
-    row: &'r Row,
+    row: Row<'r>,
     next: usize,
 }
 
 impl<'r> Cols<'r> {
     /// Starts after the rowid.
-    pub fn new(row: &'r Row) -> Self {
-        Cols { row, next: 1 }
+    pub fn new(row: &Row<'r>) -> Self {
+        Cols { row: *row, next: 1 }
     }
 
+    #[inline]
     fn take(&mut self) -> ValueRef<'r> {
         let i = self.next;
         self.next += 1;
-        self.row.get(i).map_or(ValueRef::Null, ValueRef::from)
+        self.row.get(i)
     }
 
     /// A required integer.
+    #[inline]
     pub fn int(&mut self, column: &'static str) -> Result<i64, BadValue> {
         match self.take() {
             ValueRef::Integer(i) => Ok(i),
@@ -322,6 +340,7 @@ impl<'r> Cols<'r> {
     }
 
     /// An optional integer: NULL is `None`, anything but an integer is an error.
+    #[inline]
     pub fn opt_int(&mut self, column: &'static str) -> Result<Option<i64>, BadValue> {
         match self.take() {
             ValueRef::Null => Ok(None),
@@ -344,22 +363,34 @@ impl<'r> Cols<'r> {
         }
     }
 
-    /// Any value as an IR value; NULL is `None`. Inline, on the owned cell: it reads most of
+    /// Any value as an IR value; NULL is `None`. Inline, on the cell itself: it reads most of
     /// a kernel's arguments (the borrowed form in between was 3% of the merge's thread).
     #[inline]
     pub fn raw(&mut self) -> Option<tracex_ir::Value> {
-        use rusqlite::types::Value as Sql;
         use tracex_ir::Value;
         let i = self.next;
         self.next += 1;
-        match self.row.get(i)? {
-            Sql::Null => None,
-            Sql::Integer(i) => Some(Value::Int(*i)),
-            Sql::Real(f) => Some(Value::Float(*f)),
-            Sql::Text(t) => Some(Value::str(t.as_str())),
-            Sql::Blob(b) => Some(Value::str(format!("<{} bytes>", b.len()))),
+        match *self.row.cells.get(i)? {
+            Packed::Null => None,
+            Packed::Int(v) => Some(Value::Int(v)),
+            Packed::Real(f) => Some(Value::Float(f)),
+            other => bytes_value(other, self.row.texts),
         }
     }
+}
+
+/// A text or blob cell as an IR value: rare in the big tables, so kept out of [`Cols::raw`].
+#[cold]
+#[inline(never)]
+fn bytes_value(cell: Packed, texts: (&[u8], &[(usize, usize)])) -> Option<tracex_ir::Value> {
+    use tracex_ir::Value;
+    Some(match cell.value_ref(texts) {
+        ValueRef::Null => return None,
+        ValueRef::Integer(v) => Value::Int(v),
+        ValueRef::Real(f) => Value::Float(f),
+        ValueRef::Text(t) => Value::str(String::from_utf8_lossy(t)),
+        ValueRef::Blob(b) => Value::str(format!("<{} bytes>", b.len())),
+    })
 }
 
 /// `v` as an owned value. Text that is not UTF-8 is decoded lossily: rusqlite's own conversion
@@ -378,9 +409,10 @@ pub fn owned(v: ValueRef) -> rusqlite::types::Value {
 }
 
 /// The rowid in column 0 (0 when the query has none).
+#[inline]
 pub fn rowid(row: &Row) -> i64 {
-    match row.first() {
-        Some(rusqlite::types::Value::Integer(i)) => *i,
+    match row.get(0) {
+        ValueRef::Integer(i) => i,
         _ => 0,
     }
 }

@@ -7,6 +7,7 @@
 //! join's index (72 bytes per GPU row) and, for a table not stored in time order, 4 bytes a row.
 //! Mapping per table and version, and what is not imported: `docs/formats/nsys.md`.
 
+mod batch;
 mod catalogue;
 mod counters;
 mod cpu;

@@ -14,6 +14,7 @@ use rusqlite::types::Value as SqlValue;
 use tracex_ir::order::OrderKey;
 use tracex_ir::{Error, Event, ImportCtx, Location, Progress, Result};
 
+use crate::batch::{self, Batch};
 use crate::db::{self, rowid, Row};
 use crate::decoded::{Hook, Skip};
 use crate::diag::record_skip;
@@ -33,41 +34,37 @@ const BATCH_ROWS: usize = 256;
 /// Batches a reader may run ahead of the merge.
 const AHEAD: usize = 4;
 
-/// What a reader sends: rows (flat, `columns` values each), or the error that stopped it.
+/// What a reader sends: rows (flat, `columns` cells each), or the error that stopped it.
 enum Msg {
-    Rows {
-        columns: usize,
-        values: Vec<SqlValue>,
-    },
+    Rows { columns: usize, batch: Batch },
     Failed(Error),
 }
 
 /// A reader's end of its stream: batches go to the merge, and come back spent to be filled
-/// again. Emptying a batch (a look at every cell, most of them no longer in the merge's cache)
-/// and freeing it were 4% of the merge's thread; here they happen on the reader's.
+/// again (emptied in no time: packed cells own nothing).
 struct Link {
     tx: SyncSender<Msg>,
-    spent: Receiver<Vec<SqlValue>>,
+    spent: Receiver<Batch>,
 }
 
 impl Link {
     /// A link on which `ahead` batches may wait, and the merge's end of it: the batches, and
     /// where spent ones go back.
-    fn new(ahead: usize) -> (Link, Receiver<Msg>, SyncSender<Vec<SqlValue>>) {
+    fn new(ahead: usize) -> (Link, Receiver<Msg>, SyncSender<Batch>) {
         let (tx, rx) = sync_channel(ahead);
         // room for every batch there can be, so that the merge never waits to hand one back
         let (back, spent) = sync_channel(ahead + 2);
         (Link { tx, spent }, rx, back)
     }
 
-    /// An empty batch for `values` cells: a spent one when there is one.
-    fn batch(&self, values: usize) -> Vec<SqlValue> {
+    /// An empty batch for `cells` cells: a spent one when there is one.
+    fn batch(&self, cells: usize) -> Batch {
         match self.spent.try_recv() {
-            Ok(mut v) => {
-                v.clear();
-                v
+            Ok(mut b) => {
+                b.clear();
+                b
             }
-            Err(_) => Vec::with_capacity(values),
+            Err(_) => Batch::with_capacity(cells),
         }
     }
 
@@ -80,60 +77,57 @@ impl Link {
 struct Batches<'a> {
     link: &'a Link,
     columns: usize,
-    values: Vec<SqlValue>,
+    batch: Batch,
 }
 
 impl<'a> Batches<'a> {
     fn new(link: &'a Link, columns: usize) -> Self {
-        let values = link.batch(BATCH_ROWS * columns);
+        let batch = link.batch(BATCH_ROWS * columns);
         Batches {
             link,
             columns,
-            values,
+            batch,
         }
     }
 
     /// Appends the next row of `rows`: `None` at their end, `Some(false)` when the merge has
     /// stopped.
     fn push_next(&mut self, rows: &mut ScanRows) -> Result<Option<bool>> {
-        if !rows.next_into(&mut self.values)? {
+        if !rows.next_packed(&mut self.batch)? {
             return Ok(None);
         }
         Ok(Some(self.flush_if_full()))
     }
 
-    /// Appends a row of cells, leaving NULLs in their place; false when the merge has stopped.
-    fn extend_taken<'v>(&mut self, row: impl Iterator<Item = &'v mut SqlValue>) -> bool {
-        self.values
-            .extend(row.map(|v| std::mem::replace(v, SqlValue::Null)));
-        self.flush_if_full()
-    }
-
     /// Appends a row of values; false when the merge has stopped.
     fn extend(&mut self, row: &[SqlValue]) -> bool {
-        self.values.extend_from_slice(row);
+        for v in row {
+            self.batch.push_value(v);
+        }
         self.flush_if_full()
     }
 
     fn flush_if_full(&mut self) -> bool {
-        if self.values.len() < BATCH_ROWS * self.columns {
+        if self.batch.cells.len() < BATCH_ROWS * self.columns
+            && self.batch.bytes.len() < batch::MAX_BYTES
+        {
             return true;
         }
         let next = self.link.batch(BATCH_ROWS * self.columns);
-        let full = std::mem::replace(&mut self.values, next);
+        let full = std::mem::replace(&mut self.batch, next);
         self.send(full)
     }
 
-    fn send(&self, values: Vec<SqlValue>) -> bool {
+    fn send(&self, batch: Batch) -> bool {
         let columns = self.columns;
-        self.link.tx.send(Msg::Rows { columns, values }).is_ok()
+        self.link.tx.send(Msg::Rows { columns, batch }).is_ok()
     }
 
     /// Sends the last rows.
     fn finish(mut self) {
-        if !self.values.is_empty() {
-            let values = std::mem::take(&mut self.values);
-            self.send(values);
+        if !self.batch.is_empty() {
+            let batch = std::mem::take(&mut self.batch);
+            self.send(batch);
         }
     }
 }
@@ -177,7 +171,7 @@ fn read(path: &Path, def: &StreamDef, query: &Query, orders: &Orders, link: &Lin
                     return Err(db::table_changed(at(row.rowid())));
                 }
             }
-            shuffle.drain(|row| out.extend_taken(row.iter_mut()))?;
+            shuffle.drain(|row| out.extend(row))?;
         }
     }
     out.finish();
@@ -198,7 +192,7 @@ fn reorder(
         // the rows of `rowid`: none when the query filters it out
         let mut i = held.first_at_or_after(rowid);
         while let Some(row) = held.take_if(i, rowid) {
-            if !out.extend_taken(row.iter_mut()) {
+            if !out.extend(row) {
                 return Ok(()); // the merge stopped
             }
             i += 1;
@@ -244,46 +238,59 @@ fn spawn_reader<'scope, 'env, 'a>(
 /// Where a cursor's rows come from.
 enum Feed<'a> {
     /// Batches from a reader thread, and the way back for spent ones.
-    Channel(Receiver<Msg>, SyncSender<Vec<SqlValue>>),
+    Channel(Receiver<Msg>, SyncSender<Batch>),
     Spool(SpoolReader<'a>, usize),
 }
 
 struct Cursor<'a> {
     feed: Feed<'a>,
     columns: usize,
-    values: Vec<SqlValue>,
+    /// The rows at hand, and `pos` the first cell of the next one.
+    batch: Batch,
     pos: usize,
 }
 
-impl Cursor<'_> {
+impl<'a> Cursor<'a> {
+    fn new(feed: Feed<'a>) -> Self {
+        Cursor {
+            feed,
+            columns: 0,
+            batch: Batch::default(),
+            pos: 0,
+        }
+    }
+
     /// The next row, or `None` at the end of the stream; waits for a reader or a spool's
     /// producer when nothing is there yet. Progress advances by whole batches: an atomic add
     /// per row was 5% of the merge's thread.
-    fn next(&mut self, progress: &Progress) -> Result<Option<&Row>> {
-        if self.pos >= self.values.len() {
-            let (columns, values) = match &mut self.feed {
+    fn next(&mut self, progress: &Progress) -> Result<Option<Row<'_>>> {
+        if self.pos >= self.batch.cells.len() {
+            let (columns, batch) = match &mut self.feed {
                 Feed::Channel(rx, _) => match rx.recv() {
-                    Ok(Msg::Rows { columns, values }) => (columns, values),
+                    Ok(Msg::Rows { columns, batch }) => (columns, batch),
                     Ok(Msg::Failed(e)) => return Err(e),
                     Err(_) => return Ok(None),
                 },
                 Feed::Spool(reader, columns) => match reader.next()? {
-                    Next::Rows(values) => (*columns, values),
+                    Next::Rows(batch) => (*columns, batch),
                     Next::End => return Ok(None),
                 },
             };
             self.columns = columns;
-            let spent = std::mem::replace(&mut self.values, values);
+            let spent = std::mem::replace(&mut self.batch, batch);
             if let Feed::Channel(_, back) = &self.feed {
                 // a reader that has stopped takes none back: the batch is dropped here then
                 let _ = back.try_send(spent);
             }
             self.pos = 0;
-            progress.advance((self.values.len() / columns.max(1)) as u64);
+            progress.advance((self.batch.cells.len() / columns.max(1)) as u64);
         }
-        let row = &self.values[self.pos..self.pos + self.columns];
+        let cells = &self.batch.cells[self.pos..self.pos + self.columns];
         self.pos += self.columns;
-        Ok(Some(row))
+        Ok(Some(Row {
+            cells,
+            texts: self.batch.texts(),
+        }))
     }
 }
 
@@ -304,6 +311,7 @@ fn next_head(
     ctx: &mut ImportCtx,
 ) -> Result<Option<Head>> {
     while let Some(row) = cursor.next(ctx.progress)? {
+        let row = &row;
         let rid = rowid(row);
         if def.unique_rowid && *last_rowid == Some(rid) {
             continue;
@@ -355,12 +363,7 @@ pub fn run(
                 })?,
                 Source::Spool(spool) => Feed::Spool(spool.reader()?, spool.columns()),
             };
-            cursors.push(Cursor {
-                feed,
-                columns: 0,
-                values: Vec::new(),
-                pos: 0,
-            });
+            cursors.push(Cursor::new(feed));
         }
         merge(dec, defs, &mut cursors, ctx)
     })
@@ -436,10 +439,10 @@ mod tests {
         drop(link);
         let mut out = Vec::new();
         for msg in rx {
-            let Msg::Rows { columns, values } = msg else {
+            let Msg::Rows { columns, batch } = msg else {
                 panic!("the reader failed")
             };
-            out.extend(values.chunks(columns).map(<[SqlValue]>::to_vec));
+            out.extend(batch.to_rows(columns));
         }
         out
     }

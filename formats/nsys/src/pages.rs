@@ -20,6 +20,7 @@ use std::path::Path;
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::Connection;
 
+use crate::batch::{Batch, Packed};
 use crate::db::{owned, Table};
 
 /// A table scan's columns and filter, in the terms of the table's records.
@@ -542,12 +543,28 @@ impl PageScan {
     /// false at the end of the table. The same rows as [`PageScan::next`], without the
     /// borrowed form in between, for the readers that hand rows on as owned values.
     pub fn next_into(&mut self, out: &mut Vec<SqlValue>) -> tracex_ir::Result<bool> {
+        self.next_decoded(out, decode_into)
+    }
+
+    /// [`PageScan::next_into`] into a batch of packed cells.
+    pub fn next_packed(&mut self, out: &mut Batch) -> tracex_ir::Result<bool> {
+        self.next_decoded(out, decode_packed)
+    }
+
+    /// The next row that passes the filter, appended to `out` by `decode` (its rowid and the
+    /// fields `layout` wants from its record; false, and nothing appended, when the row does
+    /// not pass the filter); false at the end.
+    #[inline(always)]
+    fn next_decoded<O, D>(&mut self, out: &mut O, decode: D) -> tracex_ir::Result<bool>
+    where
+        D: Fn((i64, &[u8]), &Layout, &mut Vec<(u64, usize)>, &mut O) -> Result<bool, String>,
+    {
         loop {
             let Some((rowid, inline)) = self.next_cell()? else {
                 return Ok(false);
             };
             let record = record(&self.leaf.bytes, &self.spilled, inline);
-            match decode_into((rowid, record), &self.layout, &mut self.types, out) {
+            match decode((rowid, record), &self.layout, &mut self.types, out) {
                 Ok(true) => return Ok(true),
                 Ok(false) => continue,
                 Err(e) => return Err(self.damaged(e, rowid)),
@@ -803,6 +820,32 @@ fn decode_into(
     Ok(true)
 }
 
+/// [`decode_into`] into a batch of packed cells.
+fn decode_packed(
+    (rowid, record): (i64, &[u8]),
+    layout: &Layout,
+    found: &mut Vec<(u64, usize)>,
+    out: &mut Batch,
+) -> Result<bool, String> {
+    if !header(record, layout, found)? {
+        return Ok(false);
+    }
+    out.cells.push(Packed::Int(rowid));
+    for f in &layout.fields {
+        match f {
+            None => out.cells.push(Packed::Null),
+            Some((f, real)) => match cell(record, found, *f, *real) {
+                Cell::Null => out.cells.push(Packed::Null),
+                Cell::Int(v) => out.cells.push(Packed::Int(v)),
+                Cell::Real(v) => out.cells.push(Packed::Real(v)),
+                Cell::Text(at, n) => out.push_ref(ValueRef::Text(&record[at..at + n])),
+                Cell::Blob(at, n) => out.push_ref(ValueRef::Blob(&record[at..at + n])),
+            },
+        }
+    }
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -818,12 +861,25 @@ mod tests {
         rows.map(Result::unwrap).collect()
     }
 
+    /// Every row of a page scan, read in each of its three forms (borrowed, owned values,
+    /// packed cells), which must agree.
     fn by_pages(path: &Path, table: &Table, layout: &Layout) -> Vec<Vec<SqlValue>> {
-        let mut scan = PageScan::open(path, &table.name, layout).unwrap().unwrap();
+        let open = || PageScan::open(path, &table.name, layout).unwrap().unwrap();
+        let mut scan = open();
         let mut out = Vec::new();
         while let Some(row) = scan.next().unwrap() {
             out.push((0..row.columns()).map(|i| owned(row.get(i))).collect());
         }
+        let columns = layout.fields.len() + 1;
+        let mut scan = open();
+        let mut values = Vec::new();
+        while scan.next_into(&mut values).unwrap() {}
+        let owned_rows: Vec<Vec<SqlValue>> = values.chunks(columns).map(<[_]>::to_vec).collect();
+        assert_eq!(owned_rows, out, "next_into");
+        let mut scan = open();
+        let mut packed = Batch::default();
+        while scan.next_packed(&mut packed).unwrap() {}
+        assert_eq!(packed.to_rows(columns), out, "next_packed");
         out
     }
 

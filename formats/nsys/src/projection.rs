@@ -627,7 +627,7 @@ mod tests {
         let mut r = spool.reader().unwrap();
         let mut starts = Vec::new();
         while let crate::spool::Next::Rows(v) = r.next().unwrap() {
-            starts.extend(v.chunks(9).map(|row| row[1].clone()));
+            starts.extend(v.to_rows(9).into_iter().map(|row| row[1].clone()));
         }
         let want: Vec<SqlValue> = [5, 10, 10, 20, 30, 40, 50, 60, 70, 80, 90]
             .into_iter()

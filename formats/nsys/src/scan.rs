@@ -8,6 +8,7 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, Statement};
 use tracex_ir::{Location, Result};
 
+use crate::batch::Batch;
 use crate::db::{owned, rows_where, sqlite_error, Table};
 use crate::pages::{Layout, PageRow, PageScan};
 
@@ -179,6 +180,23 @@ impl<'s> ScanRows<'s> {
         match self.next()? {
             Some(row) => {
                 out.extend((0..columns).map(|i| row.value(i)));
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Appends the next row's cells to `out`; false at the end.
+    pub fn next_packed(&mut self, out: &mut Batch) -> Result<bool> {
+        if let ScanRows::Pages(scan) = self {
+            return scan.next_packed(out);
+        }
+        let columns = self.columns();
+        match self.next()? {
+            Some(row) => {
+                for i in 0..columns {
+                    out.push_ref(row.get(i));
+                }
                 Ok(true)
             }
             None => Ok(false),

@@ -14,7 +14,9 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::sync::{Condvar, Mutex};
 
-use rusqlite::types::Value as SqlValue;
+use rusqlite::types::{Value as SqlValue, ValueRef};
+
+use crate::batch::{Batch, Packed};
 use tracex_ir::io::temp_file_error;
 use tracex_ir::{Error, Location, Result};
 
@@ -75,7 +77,7 @@ pub struct Spool {
 
 /// What a reader gets next.
 pub enum Next {
-    Rows(Vec<SqlValue>),
+    Rows(Batch),
     End,
 }
 
@@ -224,12 +226,12 @@ impl SpoolReader<'_> {
                 self.file.seek(SeekFrom::Start(self.read))?;
                 self.file.read_exact(&mut self.buf[start..])?;
                 self.read += len as u64;
-                let (values, used) = decode(&self.buf, self.spool.columns);
+                let (rows, used) = decode(&self.buf, self.spool.columns);
                 self.buf.drain(..used);
-                if values.is_empty() {
+                if rows.is_empty() {
                     continue; // a row longer than a chunk: read on
                 }
-                return Ok(Next::Rows(values));
+                return Ok(Next::Rows(rows));
             }
             return match (done, failed) {
                 (true, Some(why)) => Err(why.error()),
@@ -239,15 +241,14 @@ impl SpoolReader<'_> {
     }
 }
 
-/// Decodes the whole rows at the start of `b`: their values and the bytes they took.
-fn decode(b: &[u8], columns: usize) -> (Vec<SqlValue>, usize) {
+/// Decodes the whole rows at the start of `b`: their cells and the bytes they took.
+fn decode(b: &[u8], columns: usize) -> (Batch, usize) {
     // a value takes at least one byte, most of them nine (an integer)
-    let mut values = Vec::with_capacity(b.len() / 9 + columns);
-    let mut done = 0;
+    let mut rows = Batch::with_capacity(b.len() / 9 + columns);
+    // where the row being decoded starts, in `b` and in the batch's texts
+    let (mut done, mut done_texts) = (0, (0, 0));
     'rows: loop {
         let mut pos = done;
-        let row_start = values.len();
-        let row = &mut values;
         for _ in 0..columns {
             let Some(&tag) = b.get(pos) else {
                 break 'rows;
@@ -260,7 +261,7 @@ fn decode(b: &[u8], columns: usize) -> (Vec<SqlValue>, usize) {
                     };
                     let mut le = [0u8; 8];
                     le.copy_from_slice(raw);
-                    row.push(SqlValue::Integer(i64::from_le_bytes(le)));
+                    rows.cells.push(Packed::Int(i64::from_le_bytes(le)));
                     pos += 8;
                 }
                 TEXT => {
@@ -273,18 +274,20 @@ fn decode(b: &[u8], columns: usize) -> (Vec<SqlValue>, usize) {
                     let Some(text) = b.get(pos + 4..pos + 4 + n) else {
                         break 'rows;
                     };
-                    row.push(SqlValue::Text(String::from_utf8_lossy(text).into_owned()));
+                    rows.push_ref(ValueRef::Text(text));
                     pos += 4 + n;
                 }
-                _ => row.push(SqlValue::Null),
+                _ => rows.cells.push(Packed::Null),
             }
         }
-        done = pos;
-        debug_assert_eq!(values.len(), row_start + columns);
+        (done, done_texts) = (pos, (rows.bytes.len(), rows.spans.len()));
     }
-    // the cells of a row cut off by the end of `b`
-    values.truncate(values.len() / columns.max(1) * columns);
-    (values, done)
+    // the cells and texts of a row cut off by the end of `b`
+    let whole = rows.cells.len() / columns.max(1) * columns;
+    rows.cells.truncate(whole);
+    rows.bytes.truncate(done_texts.0);
+    rows.spans.truncate(done_texts.1);
+    (rows, done)
 }
 
 #[cfg(test)]
@@ -315,7 +318,7 @@ mod tests {
             while let Next::Rows(v) = r.next().unwrap() {
                 assert!(!v.is_empty());
                 batches += 1;
-                for row in v.chunks(3) {
+                for row in v.to_rows(3) {
                     assert_eq!(row[0], SqlValue::Integer(next));
                     assert_eq!(row[1], SqlValue::Null);
                     assert_eq!(row[2], SqlValue::Text(format!("r{next}")));
