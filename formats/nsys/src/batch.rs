@@ -78,6 +78,39 @@ impl Batch {
         (self.spans.len() - 1) as u32
     }
 
+    /// Appends `cells`, whose texts are in `texts` (another batch's).
+    #[inline]
+    pub fn push_cells(&mut self, cells: &[Packed], texts: (&[u8], &[(usize, usize)])) {
+        for &c in cells {
+            match c {
+                Packed::Text(_) | Packed::Blob(_) => self.push_ref(c.value_ref(texts)),
+                _ => self.cells.push(c),
+            }
+        }
+    }
+
+    /// Drops the first `n` cells (whole rows); the texts of the cells left stay, those of the
+    /// dropped ones go.
+    pub fn drain_front(&mut self, n: usize) {
+        self.cells.drain(..n);
+        if self.spans.is_empty() {
+            return;
+        }
+        let (bytes, spans) = (
+            std::mem::take(&mut self.bytes),
+            std::mem::take(&mut self.spans),
+        );
+        for i in 0..self.cells.len() {
+            if let Packed::Text(s) | Packed::Blob(s) = self.cells[i] {
+                let (at, end) = spans[s as usize];
+                let span = self.span_of(&bytes[at..end]);
+                if let Packed::Text(s) | Packed::Blob(s) = &mut self.cells[i] {
+                    *s = span;
+                }
+            }
+        }
+    }
+
     /// The bytes and spans the cells' texts and blobs refer to.
     #[inline]
     pub fn texts(&self) -> (&[u8], &[(usize, usize)]) {
@@ -146,7 +179,35 @@ mod tests {
         assert_eq!(&out[..values.len()], &values);
         assert_eq!(out[values.len()], SqlValue::Text("a\u{fffd}b".into()));
         assert_eq!(std::mem::size_of::<Packed>(), 16);
+        let mut c = Batch::default();
+        c.push_cells(&b.cells, b.texts());
+        assert_eq!(c.to_rows(values.len() + 1), b.to_rows(values.len() + 1));
         b.clear();
         assert!(b.is_empty() && b.bytes.is_empty() && b.spans.is_empty());
+    }
+
+    /// Dropping rows at the front keeps the texts of the rows left, and only theirs.
+    #[test]
+    fn rows_dropped_at_the_front_take_their_texts() {
+        let mut b = Batch::default();
+        for i in 0..4 {
+            b.push_value(&SqlValue::Integer(i));
+            b.push_value(&SqlValue::Text(format!("row {i}")));
+        }
+        let rows = b.to_rows(2);
+        b.drain_front(4);
+        assert_eq!(b.to_rows(2), rows[2..]);
+        assert_eq!(b.spans.len(), 2);
+        assert_eq!(b.bytes, b"row 2row 3");
+        let mut ints = Batch::default();
+        (0..6).for_each(|i| ints.push_value(&SqlValue::Integer(i)));
+        ints.drain_front(2);
+        assert_eq!(
+            ints.to_rows(2),
+            vec![
+                vec![SqlValue::Integer(2), SqlValue::Integer(3)],
+                vec![SqlValue::Integer(4), SqlValue::Integer(5)]
+            ]
+        );
     }
 }

@@ -2,19 +2,21 @@
 //! the reader of a table stored close to time order and the launch join both hold rows back
 //! here until their turn.
 
-use rusqlite::types::Value as SqlValue;
 use tracex_ir::Result;
 
+use crate::batch::{Batch, Packed};
+use crate::db::Row;
 use crate::scan::ScanRows;
 
 /// Rows read ahead of the schedule, in storage order: their rowids and whether they were
-/// handed on, and their cells, in flat vectors from `head` on. Rows are decoded straight into
-/// the cells, and those handed on at the front are dropped by moving `head`, the vectors being
-/// cut only once their dropped part is the larger (a `VecDeque` of cells filled through an
-/// iterator and drained a row at a time was a quarter of the readers' samples, `--unsorted`).
+/// handed on, and their cells (packed, [`crate::batch`]), in flat vectors from `head` on. Rows
+/// are decoded straight into the cells, and those handed on at the front are dropped by moving
+/// `head`, the vectors being cut only once their dropped part is the larger (a `VecDeque` of
+/// cells filled through an iterator and drained a row at a time was a quarter of the readers'
+/// samples, `--unsorted`).
 pub struct Held {
     rows: Vec<(i64, bool)>,
-    cells: Vec<SqlValue>,
+    cells: Batch,
     head: usize,
     columns: usize,
     /// The rowid of the last row read, and whether the rows have ended.
@@ -26,7 +28,7 @@ impl Held {
     pub fn new(depth: usize, columns: usize) -> Held {
         Held {
             rows: Vec::with_capacity(2 * (depth + 1)),
-            cells: Vec::with_capacity(2 * (depth + 1) * columns),
+            cells: Batch::with_capacity(2 * (depth + 1) * columns),
             head: 0,
             columns,
             last: i64::MIN,
@@ -53,13 +55,13 @@ impl Held {
 
     /// Reads the next row of `rows` (its rowid), or `None` at their end.
     fn read(&mut self, rows: &mut ScanRows) -> Result<Option<i64>> {
-        let at = self.cells.len();
-        if !rows.next_into(&mut self.cells)? {
+        let at = self.cells.cells.len();
+        if !rows.next_packed(&mut self.cells)? {
             return Ok(None);
         }
         // cell 0 is the rowid
-        let rowid = match self.cells[at] {
-            SqlValue::Integer(r) => r,
+        let rowid = match self.cells.cells[at] {
+            Packed::Int(r) => r,
             _ => 0,
         };
         self.rows.push((rowid, false));
@@ -77,16 +79,19 @@ impl Held {
         (self.rows.get(i)?.0 == rowid).then_some(i)
     }
 
-    /// The cells of the row at place `i`.
-    pub fn row(&self, i: usize) -> &[SqlValue] {
-        &self.cells[i * self.columns..(i + 1) * self.columns]
+    /// The row at place `i`.
+    pub fn row(&self, i: usize) -> Row<'_> {
+        Row {
+            cells: &self.cells.cells[i * self.columns..(i + 1) * self.columns],
+            texts: self.cells.texts(),
+        }
     }
 
-    /// Row `i`'s cells, marked as handed on, when it is a row of `rowid`.
-    pub fn take_if(&mut self, i: usize, rowid: i64) -> Option<&mut [SqlValue]> {
+    /// Row `i`, marked as handed on, when it is a row of `rowid`.
+    pub fn take_if(&mut self, i: usize, rowid: i64) -> Option<Row<'_>> {
         let row = self.rows.get_mut(i).filter(|r| r.0 == rowid)?;
         row.1 = true;
-        Some(&mut self.cells[i * self.columns..(i + 1) * self.columns])
+        Some(self.row(i))
     }
 
     /// Drops the rows handed on at the front (places of rows still held may change).
@@ -96,7 +101,7 @@ impl Held {
         }
         if self.head > 0 && self.head >= self.rows.len() - self.head {
             self.rows.drain(..self.head);
-            self.cells.drain(..self.head * self.columns);
+            self.cells.drain_front(self.head * self.columns);
             self.head = 0;
         }
     }

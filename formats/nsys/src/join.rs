@@ -62,11 +62,6 @@ impl<const N: usize> Cells<N> {
         self.push_cells(|i| row.get(i));
     }
 
-    /// [`Cells::push`] of a row of owned values.
-    fn push_values(&mut self, row: &[SqlValue]) {
-        self.push_cells(|i| ValueRef::from(&row[i]));
-    }
-
     fn clear(&mut self) {
         self.rows.clear();
         self.odd.clear();
@@ -437,8 +432,8 @@ fn calls_near(
         let Some(i) = held.find(rowid) else {
             continue;
         };
-        let start = match held.row(i)[1] {
-            SqlValue::Integer(s) => Some(s),
+        let start = match held.row(i).get(1) {
+            ValueRef::Integer(s) => Some(s),
             _ => None,
         };
         let i = if group_start != Some(start) {
@@ -477,7 +472,8 @@ fn emit_group(
     group.sort_unstable();
     for &i in group.iter() {
         one.clear();
-        one.push_values(held.row(i));
+        let row = held.row(i);
+        one.push_cells(|c| row.get(c));
         if !emit(one, 0)? {
             return Ok(false);
         }

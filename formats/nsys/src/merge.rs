@@ -10,7 +10,7 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use rusqlite::types::Value as SqlValue;
+use rusqlite::types::{Value as SqlValue, ValueRef};
 use tracex_ir::order::OrderKey;
 use tracex_ir::{Error, Event, ImportCtx, Location, Progress, Result};
 
@@ -99,11 +99,25 @@ impl<'a> Batches<'a> {
         Ok(Some(self.flush_if_full()))
     }
 
+    /// Appends a row of borrowed cells; false when the merge has stopped.
+    fn extend_refs(&mut self, row: &[ValueRef]) -> bool {
+        for &v in row {
+            self.batch.push_ref(v);
+        }
+        self.flush_if_full()
+    }
+
     /// Appends a row of values; false when the merge has stopped.
     fn extend(&mut self, row: &[SqlValue]) -> bool {
         for v in row {
             self.batch.push_value(v);
         }
+        self.flush_if_full()
+    }
+
+    /// Appends a row of packed cells; false when the merge has stopped.
+    fn extend_packed(&mut self, row: Row) -> bool {
+        self.batch.push_cells(row.cells, row.texts);
         self.flush_if_full()
     }
 
@@ -171,7 +185,7 @@ fn read(path: &Path, def: &StreamDef, query: &Query, orders: &Orders, link: &Lin
                     return Err(db::table_changed(at(row.rowid())));
                 }
             }
-            shuffle.drain(|row| out.extend(row))?;
+            shuffle.drain(|row| out.extend_refs(row))?;
         }
     }
     out.finish();
@@ -192,7 +206,7 @@ fn reorder(
         // the rows of `rowid`: none when the query filters it out
         let mut i = held.first_at_or_after(rowid);
         while let Some(row) = held.take_if(i, rowid) {
-            if !out.extend(row) {
+            if !out.extend_packed(row) {
                 return Ok(()); // the merge stopped
             }
             i += 1;

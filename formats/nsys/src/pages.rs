@@ -17,11 +17,11 @@ use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
 use crate::batch::{Batch, Packed};
-use crate::db::{owned, Table};
+use crate::db::Table;
 
 /// A table scan's columns and filter, in the terms of the table's records.
 #[derive(Clone, Debug)]
@@ -539,32 +539,17 @@ impl PageScan {
         }))
     }
 
-    /// Appends the next row that passes the filter to `out` (rowid first, then the columns);
-    /// false at the end of the table. The same rows as [`PageScan::next`], without the
-    /// borrowed form in between, for the readers that hand rows on as owned values.
-    pub fn next_into(&mut self, out: &mut Vec<SqlValue>) -> tracex_ir::Result<bool> {
-        self.next_decoded(out, decode_into)
-    }
-
-    /// [`PageScan::next_into`] into a batch of packed cells.
+    /// Appends the next row that passes the filter to `out` as packed cells (rowid first,
+    /// then the columns); false at the end of the table. The same rows as
+    /// [`PageScan::next`], without the borrowed form in between, for the readers that hand
+    /// rows on.
     pub fn next_packed(&mut self, out: &mut Batch) -> tracex_ir::Result<bool> {
-        self.next_decoded(out, decode_packed)
-    }
-
-    /// The next row that passes the filter, appended to `out` by `decode` (its rowid and the
-    /// fields `layout` wants from its record; false, and nothing appended, when the row does
-    /// not pass the filter); false at the end.
-    #[inline(always)]
-    fn next_decoded<O, D>(&mut self, out: &mut O, decode: D) -> tracex_ir::Result<bool>
-    where
-        D: Fn((i64, &[u8]), &Layout, &mut Vec<(u64, usize)>, &mut O) -> Result<bool, String>,
-    {
         loop {
             let Some((rowid, inline)) = self.next_cell()? else {
                 return Ok(false);
             };
             let record = record(&self.leaf.bytes, &self.spilled, inline);
-            match decode((rowid, record), &self.layout, &mut self.types, out) {
+            match decode_packed((rowid, record), &self.layout, &mut self.types, out) {
                 Ok(true) => return Ok(true),
                 Ok(false) => continue,
                 Err(e) => return Err(self.damaged(e, rowid)),
@@ -795,32 +780,8 @@ fn decode(
     Ok(true)
 }
 
-/// Appends the row's rowid and the fields `layout` wants from `record` to `out`, as owned
-/// values; false (and nothing appended) when the row does not pass the filter.
-fn decode_into(
-    (rowid, record): (i64, &[u8]),
-    layout: &Layout,
-    found: &mut Vec<(u64, usize)>,
-    out: &mut Vec<SqlValue>,
-) -> Result<bool, String> {
-    if !header(record, layout, found)? {
-        return Ok(false);
-    }
-    out.push(SqlValue::Integer(rowid));
-    out.extend(layout.fields.iter().map(|f| match f {
-        None => SqlValue::Null,
-        Some((f, real)) => match cell(record, found, *f, *real) {
-            Cell::Null => SqlValue::Null,
-            Cell::Int(v) => SqlValue::Integer(v),
-            Cell::Real(v) => SqlValue::Real(v),
-            Cell::Text(at, n) => owned(ValueRef::Text(&record[at..at + n])),
-            Cell::Blob(at, n) => SqlValue::Blob(record[at..at + n].to_vec()),
-        },
-    }));
-    Ok(true)
-}
-
-/// [`decode_into`] into a batch of packed cells.
+/// Appends the row's rowid and the fields `layout` wants from `record` to `out`; false (and
+/// nothing appended) when the row does not pass the filter.
 fn decode_packed(
     (rowid, record): (i64, &[u8]),
     layout: &Layout,
@@ -849,7 +810,8 @@ fn decode_packed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::Schema;
+    use crate::db::{owned, Schema};
+    use rusqlite::types::Value as SqlValue;
 
     /// Every row of `sql` through SQLite.
     fn by_sqlite(conn: &Connection, sql: &str) -> Vec<Vec<SqlValue>> {
@@ -861,8 +823,8 @@ mod tests {
         rows.map(Result::unwrap).collect()
     }
 
-    /// Every row of a page scan, read in each of its three forms (borrowed, owned values,
-    /// packed cells), which must agree.
+    /// Every row of a page scan, read in both of its forms (borrowed, packed cells), which
+    /// must agree.
     fn by_pages(path: &Path, table: &Table, layout: &Layout) -> Vec<Vec<SqlValue>> {
         let open = || PageScan::open(path, &table.name, layout).unwrap().unwrap();
         let mut scan = open();
@@ -870,16 +832,10 @@ mod tests {
         while let Some(row) = scan.next().unwrap() {
             out.push((0..row.columns()).map(|i| owned(row.get(i))).collect());
         }
-        let columns = layout.fields.len() + 1;
-        let mut scan = open();
-        let mut values = Vec::new();
-        while scan.next_into(&mut values).unwrap() {}
-        let owned_rows: Vec<Vec<SqlValue>> = values.chunks(columns).map(<[_]>::to_vec).collect();
-        assert_eq!(owned_rows, out, "next_into");
         let mut scan = open();
         let mut packed = Batch::default();
         while scan.next_packed(&mut packed).unwrap() {}
-        assert_eq!(packed.to_rows(columns), out, "next_packed");
+        assert_eq!(packed.to_rows(layout.fields.len() + 1), out, "next_packed");
         out
     }
 
@@ -1028,12 +984,7 @@ mod tests {
         let layout = Layout::of(&conn, &t, &["a", "b"], None).unwrap();
         let text = SqlValue::Text("f\u{fffd}o".into());
         let want = vec![SqlValue::Integer(1), SqlValue::Integer(7), text];
-        assert_eq!(by_pages(&path, &t, &layout), vec![want.clone()]);
-        let mut scan = PageScan::open(&path, "T", &layout).unwrap().unwrap();
-        let mut out = Vec::new();
-        assert!(scan.next_into(&mut out).unwrap());
-        assert_eq!(out, want);
-        assert!(!scan.next_into(&mut out).unwrap());
+        assert_eq!(by_pages(&path, &t, &layout), vec![want]);
     }
 
     /// Tables the reader leaves to SQLite: a primary key, a default, a generated column,

@@ -9,7 +9,7 @@ use rusqlite::{Connection, Statement};
 use tracex_ir::{Location, Result};
 
 use crate::batch::Batch;
-use crate::db::{owned, rows_where, sqlite_error, Table};
+use crate::db::{rows_where, sqlite_error, Table};
 use crate::pages::{Layout, PageRow, PageScan};
 
 pub use crate::pages::Filter;
@@ -115,12 +115,6 @@ impl ScanRow<'_> {
         }
     }
 
-    /// Cell `i` as an owned value: integers and NULLs (most cells) without an allocation.
-    #[inline]
-    pub fn value(&self, i: usize) -> SqlValue {
-        owned(self.get(i))
-    }
-
     /// The rowid (column 0), 0 when it is not an integer.
     pub fn rowid(&self) -> i64 {
         match self.get(0) {
@@ -168,21 +162,6 @@ impl<'s> ScanRows<'s> {
         match self {
             ScanRows::Sql { rows, .. } => rows.as_ref().map_or(0, |s| s.column_count()),
             ScanRows::Pages(scan) => scan.columns(),
-        }
-    }
-
-    /// Appends the next row's cells to `out` as owned values; false at the end.
-    pub fn next_into(&mut self, out: &mut Vec<SqlValue>) -> Result<bool> {
-        if let ScanRows::Pages(scan) = self {
-            return scan.next_into(out);
-        }
-        let columns = self.columns();
-        match self.next()? {
-            Some(row) => {
-                out.extend((0..columns).map(|i| row.value(i)));
-                Ok(true)
-            }
-            None => Ok(false),
         }
     }
 

@@ -11,7 +11,7 @@
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 
-use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::types::ValueRef;
 use tracex_ir::io::temp_file_error;
 use tracex_ir::Result;
 
@@ -140,10 +140,9 @@ impl<'r> Shuffle<'r> {
         Ok(true)
     }
 
-    /// Hands every row on in rank order (rows of one rank in scan order), as `columns` values;
+    /// Hands every row on in rank order (rows of one rank in scan order), as `columns` cells;
     /// `f` returns false to stop.
-    pub fn drain(self, mut f: impl FnMut(&mut [SqlValue]) -> bool) -> Result<()> {
-        let mut row = vec![SqlValue::Null; self.columns];
+    pub fn drain(self, mut f: impl FnMut(&[ValueRef]) -> bool) -> Result<()> {
         let mut sorted = Vec::new();
         for (p, part) in self.parts.into_iter().enumerate() {
             let mut bytes = Vec::new();
@@ -156,12 +155,13 @@ impl<'r> Shuffle<'r> {
             let ranks = p * self.part_rows..(p + 1) * self.part_rows;
             sort_part(&bytes, ranks, &mut sorted);
             drop(bytes);
+            let mut row = vec![ValueRef::Null; self.columns];
             let mut at = 0;
             while at < sorted.len() {
                 for cell in row.iter_mut() {
                     (*cell, at) = decode(&sorted, at);
                 }
-                if !f(&mut row) {
+                if !f(&row) {
                     return Ok(());
                 }
             }
@@ -261,36 +261,37 @@ fn encode(v: ValueRef, out: &mut Vec<u8>) {
     }
 }
 
-fn decode(b: &[u8], at: usize) -> (SqlValue, usize) {
+fn decode(b: &[u8], at: usize) -> (ValueRef<'_>, usize) {
     let tag = b[at];
     let at = at + 1;
     match tag {
         INT => {
             let (z, at) = get_varint(b, at);
-            (SqlValue::Integer((z >> 1) as i64 ^ -((z & 1) as i64)), at)
+            (ValueRef::Integer((z >> 1) as i64 ^ -((z & 1) as i64)), at)
         }
         REAL => {
             let f = f64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
-            (SqlValue::Real(f), at + 8)
+            (ValueRef::Real(f), at + 8)
         }
         TEXT | BLOB => {
             let (len, at) = get_varint(b, at);
             let end = at + len as usize;
-            let bytes = &b[at..end];
+            // text as SQLite gave it (rusqlite hands it over unchecked): the reader of the
+            // cell decodes it lossily
             let v = match tag {
-                // written from SQLite text, which rusqlite hands over unchecked: kept as read
-                TEXT => SqlValue::Text(String::from_utf8_lossy(bytes).into_owned()),
-                _ => SqlValue::Blob(bytes.to_vec()),
+                TEXT => ValueRef::Text(&b[at..end]),
+                _ => ValueRef::Blob(&b[at..end]),
             };
             (v, end)
         }
-        _ => (SqlValue::Null, at),
+        _ => (ValueRef::Null, at),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::types::Value as SqlValue;
 
     #[test]
     fn cells_survive_the_encoding() {
@@ -315,7 +316,7 @@ mod tests {
         let mut at = 0;
         for c in cells {
             let (v, next) = decode(&b, at);
-            assert_eq!(v, SqlValue::from(c));
+            assert_eq!(v, c);
             at = next;
         }
         assert_eq!(at, b.len());
@@ -360,7 +361,7 @@ mod tests {
         let mut got = Vec::new();
         shuffle
             .drain(|row| {
-                got.push(row.to_vec());
+                got.push(row.iter().map(|&c| crate::db::owned(c)).collect::<Vec<_>>());
                 true
             })
             .unwrap();
