@@ -4,11 +4,11 @@
 use std::path::Path;
 
 use rusqlite::types::ValueRef;
-
-use crate::batch::Packed;
 use rusqlite::{Connection, OpenFlags};
 use rustc_hash::FxHashMap;
 use tracex_ir::{Error, Location, Result};
+
+use crate::batch::Packed;
 
 /// Turns off SQLite's allocation statistics, which take a process-wide mutex on every
 /// allocation: the reader threads would contend for it on every row.
@@ -289,7 +289,7 @@ fn describe(v: ValueRef) -> String {
 }
 
 /// One row of a query (read on a reader thread or from a spool, decoded on the main one): its
-/// packed cells and their batch's bytes ([`crate::batch`]). Column 0 of every tracex query is
+/// packed cells and their batch's texts ([`crate::batch`]). Column 0 of every tracex query is
 /// the rowid.
 #[derive(Clone, Copy, Debug)]
 pub struct Row<'a> {
