@@ -8,6 +8,9 @@
 use rusqlite::types::Value as SqlValue;
 use rusqlite::types::ValueRef;
 
+/// A batch's texts and blobs: its bytes, and the span of each text or blob cell in them.
+pub type Texts<'a> = (&'a [u8], &'a [(usize, usize)]);
+
 /// One cell; a text or a blob is the range of [`Batch::bytes`] at its index in
 /// [`Batch::spans`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -20,9 +23,9 @@ pub enum Packed {
 }
 
 impl Packed {
-    /// The cell as SQLite's borrowed value; `bytes` and `spans`: its batch's.
+    /// The cell as SQLite's borrowed value; `texts`: its batch's.
     #[inline]
-    pub fn value_ref<'b>(self, (bytes, spans): (&'b [u8], &[(usize, usize)])) -> ValueRef<'b> {
+    pub fn value_ref(self, (bytes, spans): Texts<'_>) -> ValueRef<'_> {
         let range = |span: u32| {
             let (at, end) = spans[span as usize];
             &bytes[at..end]
@@ -80,7 +83,7 @@ impl Batch {
 
     /// Appends `cells`, whose texts are in `texts` (another batch's).
     #[inline]
-    pub fn push_cells(&mut self, cells: &[Packed], texts: (&[u8], &[(usize, usize)])) {
+    pub fn push_cells(&mut self, cells: &[Packed], texts: Texts) {
         for &c in cells {
             match c {
                 Packed::Text(_) | Packed::Blob(_) => self.push_ref(c.value_ref(texts)),
@@ -113,7 +116,7 @@ impl Batch {
 
     /// The bytes and spans the cells' texts and blobs refer to.
     #[inline]
-    pub fn texts(&self) -> (&[u8], &[(usize, usize)]) {
+    pub fn texts(&self) -> Texts<'_> {
         (&self.bytes, &self.spans)
     }
 

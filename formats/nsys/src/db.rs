@@ -8,7 +8,7 @@ use rusqlite::{Connection, OpenFlags};
 use rustc_hash::FxHashMap;
 use tracex_ir::{Error, Location, Result};
 
-use crate::batch::Packed;
+use crate::batch::{Packed, Texts};
 
 /// Turns off SQLite's allocation statistics, which take a process-wide mutex on every
 /// allocation: the reader threads would contend for it on every row.
@@ -295,7 +295,7 @@ fn describe(v: ValueRef) -> String {
 pub struct Row<'a> {
     pub cells: &'a [Packed],
     /// The batch's texts ([`crate::batch::Batch::texts`]).
-    pub texts: (&'a [u8], &'a [(usize, usize)]),
+    pub texts: Texts<'a>,
 }
 
 impl<'a> Row<'a> {
@@ -382,7 +382,7 @@ impl<'r> Cols<'r> {
 /// A text or blob cell as an IR value: rare in the big tables, so kept out of [`Cols::raw`].
 #[cold]
 #[inline(never)]
-fn bytes_value(cell: Packed, texts: (&[u8], &[(usize, usize)])) -> Option<tracex_ir::Value> {
+fn bytes_value(cell: Packed, texts: Texts) -> Option<tracex_ir::Value> {
     use tracex_ir::Value;
     Some(match cell.value_ref(texts) {
         ValueRef::Null => return None,

@@ -15,10 +15,10 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::sync::{Condvar, Mutex};
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
-
-use crate::batch::{Batch, Packed};
 use tracex_ir::io::temp_file_error;
 use tracex_ir::{Error, Location, Result};
+
+use crate::batch::{Batch, Packed};
 
 const NULL: u8 = 0;
 const INT: u8 = 1;
