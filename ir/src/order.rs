@@ -91,6 +91,10 @@ struct Entry {
 /// Entries from which the last buffer's sort is split between two threads.
 const PARALLEL_SORT: usize = 1 << 14;
 
+/// Pieces the last buffer's sort is cut into: enough for the two threads to finish close
+/// together, few enough that the merge's heap stays small.
+const SORT_PIECES: usize = 8;
+
 fn sort_entries(entries: &mut [Entry]) {
     entries.sort_unstable_by_key(|e| (e.input, e.key));
 }
@@ -128,27 +132,36 @@ impl Buffer {
         sort_entries(&mut self.entries);
     }
 
-    /// Sorts the entries in two halves, one on another thread, where there are enough of them
-    /// to pay for it: at the end of an import the last buffer's sort is all that runs, on one
-    /// core (a seventh of the 20k-launch GPU merge's critical path). The two ranges of entries
-    /// sorted as [`Buffer::sort`] sorts (the second one empty where the sort was not split).
-    fn sort_in_parts(&mut self) -> [std::ops::Range<usize>; 2] {
+    /// Sorts the entries in pieces on two threads, where there are enough of them to pay for
+    /// it: at the end of an import the last buffer's sort is all that runs (a seventh of the
+    /// 20k-launch GPU merge's critical path). The pieces are the ranges of entries, each
+    /// sorted as [`Buffer::sort`] sorts. Both threads take the next piece until none is left:
+    /// halves took as long as the harder one, and the halves of a GPU merge differ fivefold
+    /// (stacks come in time order, CUPTI's flows as two interleaved sequences).
+    fn sort_in_parts(&mut self) -> Vec<std::ops::Range<usize>> {
         let n = self.entries.len();
         if n < PARALLEL_SORT {
             self.sort();
-            return [0..n, n..n];
+            return std::iter::once(0..n).collect();
         }
-        let (first, second) = self.entries.split_at_mut(n / 2);
-        let split = std::thread::scope(|s| {
-            let helper = std::thread::Builder::new().spawn_scoped(s, || sort_entries(first));
-            sort_entries(second);
-            helper.is_ok()
+        let size = n.div_ceil(SORT_PIECES);
+        let pieces = std::sync::Mutex::new(self.entries.chunks_mut(size));
+        let work = || loop {
+            let next = pieces.lock().unwrap_or_else(|p| p.into_inner()).next();
+            match next {
+                Some(piece) => sort_entries(piece),
+                None => break,
+            }
+        };
+        std::thread::scope(|s| {
+            // without a thread to be had, this one sorts every piece
+            let _helper = std::thread::Builder::new().spawn_scoped(s, work);
+            work();
         });
-        if !split {
-            // no thread to be had: this one sorts the first half too
-            sort_entries(&mut self.entries[..n / 2]);
-        }
-        [0..n / 2, n / 2..n]
+        (0..n)
+            .step_by(size)
+            .map(|at| at..(at + size).min(n))
+            .collect()
     }
 
     fn encoded(&self, e: &Entry) -> &[u8] {
@@ -845,7 +858,7 @@ mod tests {
         assert!(memory == spilled, "spilled records differ from memory");
     }
 
-    /// The last buffer, sorted in two halves on two threads, comes out in the total order.
+    /// The last buffer, sorted in pieces on two threads, comes out in the total order.
     #[test]
     fn a_last_buffer_sorted_in_parts_gives_the_total_order() {
         let all: Vec<Event> = (0..60).flat_map(|_| events()).collect();
