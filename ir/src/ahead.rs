@@ -9,6 +9,35 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 /// sent back to be filled again.
 pub trait Batch: Default + Send {
     fn clear(&mut self);
+
+    /// Makes room in this empty batch for what `like`, a batch that held `bytes`, holds, scaled
+    /// to `target` bytes (and an eighth more, for the item that fills it): a batch grown by
+    /// doubling copied its lists into fresh pages at each step, most of what a reader thread
+    /// spent on the first batches of an input. Room never written costs only address space.
+    fn reserve_like(&mut self, _like: &Self, _bytes: usize, _target: usize) {}
+}
+
+/// Room for `scaled(len)` items in the empty list `v`: a fresh allocation where it has less,
+/// as growing one copies its whole old capacity.
+pub fn room<T>(v: &mut Vec<T>, len: usize, (bytes, target): (usize, usize)) {
+    let n = scaled(len, bytes, target);
+    if v.capacity() < n {
+        *v = Vec::with_capacity(n);
+    }
+}
+
+/// [`room`] for text.
+pub fn room_text(s: &mut String, len: usize, (bytes, target): (usize, usize)) {
+    let n = scaled(len, bytes, target);
+    if s.capacity() < n {
+        *s = String::with_capacity(n);
+    }
+}
+
+/// `len` items of a batch of `bytes`, in one of `target` bytes, with an eighth more.
+fn scaled(len: usize, bytes: usize, target: usize) -> usize {
+    let n = (len as u128 * target as u128 / bytes.max(1) as u128) as usize;
+    n.saturating_add(n / 8)
 }
 
 /// What a reader thread sends: batches in input order, then, when a read failed, the error.
@@ -82,7 +111,7 @@ pub struct Handoff<M, B> {
     most: usize,
 }
 
-impl<M, B: Default> Handoff<M, B> {
+impl<M, B: Batch> Handoff<M, B> {
     /// Batches go out on `tx` and come back on `spent`; the first is full at `first` bytes, the
     /// largest at `most`.
     pub fn new(tx: SyncSender<M>, spent: Receiver<B>, first: usize, most: usize) -> Self {
@@ -106,7 +135,8 @@ impl<M, B: Default> Handoff<M, B> {
         }
         self.full = (self.full * 2).min(self.most);
         self.collect();
-        let next = self.pool.pop().unwrap_or_default();
+        let mut next = self.pool.pop().unwrap_or_default();
+        next.reserve_like(batch, bytes, self.full);
         self.sent += 1;
         self.tx.send(wrap(std::mem::replace(batch, next))).is_ok()
     }
@@ -142,6 +172,15 @@ mod tests {
     use super::*;
     use std::sync::mpsc::{channel, sync_channel};
 
+    impl Batch for Vec<u32> {
+        fn clear(&mut self) {
+            Vec::clear(self)
+        }
+        fn reserve_like(&mut self, like: &Self, bytes: usize, target: usize) {
+            room(self, like.len(), (bytes, target));
+        }
+    }
+
     #[test]
     fn spans_are_where_the_parts_lie() {
         let text = "key value, \"name\"";
@@ -152,6 +191,24 @@ mod tests {
         // an empty part may be a literal anywhere: its range is empty
         assert!(span(text, "").is_empty());
         assert!(span(text, &text[5..5]).is_empty());
+    }
+
+    #[test]
+    fn a_fresh_batch_has_room_for_what_the_last_one_held_scaled() {
+        let (tx, rx) = sync_channel(8);
+        let (_spent_tx, spent_rx) = channel();
+        let mut h = Handoff::new(tx, spent_rx, 4, 64);
+        let mut batch: Vec<u32> = vec![0; 4];
+        assert!(h.offer(&mut batch, 4, |b| b));
+        assert_eq!(rx.try_recv().unwrap().len(), 4);
+        // the next one fills at 8 bytes: room for 8 items, and an eighth more
+        assert!(
+            batch.is_empty() && batch.capacity() >= 9,
+            "{}",
+            batch.capacity()
+        );
+        assert_eq!(scaled(1000, 250, 500), 2250);
+        assert_eq!(scaled(3, 0, 10), 33, "an empty batch's bytes count as one");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::io::Read;
 use std::ops::Range;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-use tracex_ir::ahead::Handoff;
+use tracex_ir::ahead::{self, Batch as _, Handoff};
 
 use super::fast::{self, Layout, Spans};
 use super::raw::RawEvent;
@@ -82,7 +82,7 @@ fn append(to: &mut Vec<u8>, bytes: &[u8]) -> Range<usize> {
     start..to.len()
 }
 
-impl Batch {
+impl ahead::Batch for Batch {
     fn clear(&mut self) {
         self.text.clear();
         self.other.clear();
@@ -90,6 +90,17 @@ impl Batch {
         self.spans.clear();
     }
 
+    fn reserve_like(&mut self, like: &Batch, bytes: usize, target: usize) {
+        let scale = (bytes, target);
+        ahead::room_text(&mut self.text, like.text.len(), scale);
+        ahead::room(&mut self.other, like.other.len(), scale);
+        ahead::room(&mut self.found, like.found.len(), scale);
+        ahead::room(&mut self.spans.fields, like.spans.fields.len(), scale);
+        ahead::room(&mut self.spans.members, like.spans.members.len(), scale);
+    }
+}
+
+impl Batch {
     /// Copies `item` in; the bytes the batch holds.
     fn push(&mut self, item: Item<'_>) -> usize {
         match item {

@@ -56,6 +56,14 @@ impl ahead::Batch for Batch {
         self.items.clear();
         self.split = false;
     }
+
+    fn reserve_like(&mut self, like: &Batch, bytes: usize, target: usize) {
+        let scale = (bytes, target);
+        ahead::room_text(&mut self.text, like.text.len(), scale);
+        ahead::room(&mut self.times, like.times.len(), scale);
+        ahead::room(&mut self.fields, like.fields.len(), scale);
+        ahead::room(&mut self.items, like.items.len(), scale);
+    }
 }
 
 impl Parsed {

@@ -186,6 +186,11 @@ impl ahead::Batch for Batch {
         self.lines.clear();
         self.unparsed = None;
     }
+
+    fn reserve_like(&mut self, like: &Batch, bytes: usize, target: usize) {
+        ahead::room_text(&mut self.text, like.text.len(), (bytes, target));
+        ahead::room(&mut self.lines, like.lines.len(), (bytes, target));
+    }
 }
 
 /// The reader thread: fills batches until the input ends, a read fails, or the importer hangs
