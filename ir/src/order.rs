@@ -88,28 +88,36 @@ struct Entry {
     at: usize,
 }
 
-/// Entries from which the last buffer's sort is split between two threads.
-const PARALLEL_SORT: usize = 1 << 14;
-
-/// Pieces the last buffer's sort is cut into: enough for the two threads to finish close
-/// together, few enough that the merge's heap stays small.
-const SORT_PIECES: usize = 8;
+/// Entries are sorted in chunks of this many, each on the helper thread as soon as it is full,
+/// while the import goes on: at the end only the last, partly filled one is left to sort, where
+/// the sort of the whole last buffer was a sixth of the 20k-launch GPU merge's end, with the
+/// other core idle during most of the import.
+const CHUNK: usize = 1 << 14;
 
 fn sort_entries(entries: &mut [Entry]) {
     entries.sort_unstable_by_key(|e| (e.input, e.key));
 }
 
-/// Events buffered in memory: encoded back to back ([`codec`]), their entries beside.
+/// Events buffered in memory: encoded back to back ([`codec`]), their entries beside in
+/// chunks of [`CHUNK`].
 #[derive(Default)]
 struct Buffer {
     bytes: Vec<u8>,
+    /// Full chunks, each sorted by (input, key), back from the helper: one contiguous sorted
+    /// segment per input.
+    sorted: Vec<Vec<Entry>>,
+    /// The chunk filling, in arrival order.
     entries: Vec<Entry>,
+    /// Entries in every chunk: those sorted, filling, and with the helper.
+    count: usize,
+    /// Emptied chunks, filled again: their pages are touched once.
+    spare: Vec<Vec<Entry>>,
 }
 
 impl Buffer {
     /// Bytes held, for the budget.
     fn size(&self) -> usize {
-        self.bytes.len() + self.entries.len() * std::mem::size_of::<Entry>()
+        self.bytes.len() + self.count * std::mem::size_of::<Entry>()
     }
 
     fn push(&mut self, input: u32, key: OrderKey, ev: &Event, base: i64) -> Result<()> {
@@ -118,50 +126,34 @@ impl Buffer {
         let len = u32::try_from(self.bytes.len() - at).map_err(|_| {
             crate::Error::Unsupported("an event of more than 4 GiB cannot be reordered".into())
         })?;
+        if self.entries.capacity() == 0 {
+            self.entries = self
+                .spare
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(CHUNK));
+        }
         self.entries.push(Entry {
             input,
             len,
             key,
             at,
         });
+        self.count += 1;
         Ok(())
     }
 
-    /// Sorts by (input, key): one contiguous sorted segment per input.
-    fn sort(&mut self) {
-        sort_entries(&mut self.entries);
+    /// The chunk filling, when it is full.
+    fn full_chunk(&mut self) -> Option<Vec<Entry>> {
+        (self.entries.len() >= CHUNK).then(|| std::mem::take(&mut self.entries))
     }
 
-    /// Sorts the entries in pieces on two threads, where there are enough of them to pay for
-    /// it: at the end of an import the last buffer's sort is all that runs (a seventh of the
-    /// 20k-launch GPU merge's critical path). The pieces are the ranges of entries, each
-    /// sorted as [`Buffer::sort`] sorts. Both threads take the next piece until none is left:
-    /// halves took as long as the harder one, and the halves of a GPU merge differ fivefold
-    /// (stacks come in time order, CUPTI's flows as two interleaved sequences).
-    fn sort_in_parts(&mut self) -> Vec<std::ops::Range<usize>> {
-        let n = self.entries.len();
-        if n < PARALLEL_SORT {
-            self.sort();
-            return std::iter::once(0..n).collect();
-        }
-        let size = n.div_ceil(SORT_PIECES);
-        let pieces = std::sync::Mutex::new(self.entries.chunks_mut(size));
-        let work = || loop {
-            let next = pieces.lock().unwrap_or_else(|p| p.into_inner()).next();
-            match next {
-                Some(piece) => sort_entries(piece),
-                None => break,
-            }
-        };
-        std::thread::scope(|s| {
-            // without a thread to be had, this one sorts every piece
-            let _helper = std::thread::Builder::new().spawn_scoped(s, work);
-            work();
-        });
-        (0..n)
-            .step_by(size)
-            .map(|at| at..(at + size).min(n))
-            .collect()
+    /// Sorts the chunk filling and hands every chunk on, each sorted.
+    fn sorted_chunks(&mut self) -> Vec<Vec<Entry>> {
+        let mut last = std::mem::take(&mut self.entries);
+        sort_entries(&mut last);
+        let mut chunks = std::mem::take(&mut self.sorted);
+        chunks.push(last);
+        chunks
     }
 
     fn encoded(&self, e: &Entry) -> &[u8] {
@@ -176,21 +168,79 @@ impl Buffer {
         // (a sorter told to never spill is given its first run's room)
         let size = size.min(FIRST_RUN);
         self.bytes.reserve(size);
-        // as many entries as would fill it alone: an event's encoding can take a few bytes
-        self.entries.reserve(size / std::mem::size_of::<Entry>());
     }
 
     /// An empty buffer with room for as much as this one holds.
     fn sized_like(&self) -> Buffer {
         Buffer {
             bytes: Vec::with_capacity(self.bytes.len()),
-            entries: Vec::with_capacity(self.entries.len()),
+            ..Buffer::default()
         }
     }
 
     fn clear(&mut self) {
         self.bytes.clear();
+        for mut chunk in self.sorted.drain(..) {
+            chunk.clear();
+            self.spare.push(chunk);
+        }
         self.entries.clear();
+        self.count = 0;
+    }
+}
+
+/// The helper thread that sorts full chunks of entries while events keep arriving; chunks come
+/// back in the order they went.
+struct ChunkSorter {
+    to: std::sync::mpsc::Sender<Vec<Entry>>,
+    back: std::sync::mpsc::Receiver<Vec<Entry>>,
+    /// Chunks with the helper.
+    out: usize,
+}
+
+impl ChunkSorter {
+    /// The helper, or `None` where no thread can be had (the chunks are then sorted at the
+    /// end).
+    fn start() -> Option<ChunkSorter> {
+        let (to, rx) = std::sync::mpsc::channel::<Vec<Entry>>();
+        let (tx, back) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("tracex sort".into())
+            .spawn(move || {
+                for mut chunk in rx {
+                    sort_entries(&mut chunk);
+                    if tx.send(chunk).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(ChunkSorter { to, back, out: 0 })
+    }
+
+    /// Hands `chunk` over; gives it back where the helper is gone.
+    fn sort(&mut self, chunk: Vec<Entry>) -> std::result::Result<(), Vec<Entry>> {
+        self.to.send(chunk).map_err(|e| e.0)?;
+        self.out += 1;
+        Ok(())
+    }
+
+    /// Moves the chunks sorted so far (all of them, waiting for the rest, at `all`) to `into`.
+    fn collect(&mut self, into: &mut Vec<Vec<Entry>>, all: bool) -> Result<()> {
+        while self.out > 0 {
+            let chunk = match all {
+                true => self.back.recv().map_err(|_| {
+                    crate::Error::Unsupported("internal: the sort thread stopped".into())
+                })?,
+                false => match self.back.try_recv() {
+                    Ok(chunk) => chunk,
+                    Err(_) => break,
+                },
+            };
+            self.out -= 1;
+            into.push(chunk);
+        }
+        Ok(())
     }
 }
 
@@ -221,6 +271,8 @@ pub struct Sorter<S> {
     /// An emptied buffer back from the spill thread, refilled next: growing a fresh one (moving
     /// it at each doubling and zeroing new pages) cost a tenth of a Chrome conversion.
     spare: Option<Buffer>,
+    /// Sorts the buffer's full chunks as they fill (started with the first).
+    chunks: Option<ChunkSorter>,
 }
 
 /// What a background spill gives back: the runs it wrote and its buffer, empty, for reuse.
@@ -248,6 +300,7 @@ impl<S: Stage> Sorter<S> {
             offsets: Vec::new(),
             spilling: None,
             spare: None,
+            chunks: None,
         }
     }
 
@@ -293,12 +346,38 @@ impl<S: Stage> Sorter<S> {
     /// Hands the buffer to a background thread that sorts it and writes it as runs (one per
     /// input), after the previous one is done: so at most two buffers exist at a time.
     fn spill(&mut self) -> Result<()> {
+        self.collect_chunks()?;
         self.collect_spill()?;
         self.spilled += self.buf.size();
         let next = self.spare.take().unwrap_or_else(|| self.buf.sized_like());
         let buf = std::mem::replace(&mut self.buf, next);
         self.spilling = Some(std::thread::spawn(move || write_runs(buf)));
         Ok(())
+    }
+
+    /// Hands a full chunk of the buffer to the helper that sorts it (or sorts it here, where no
+    /// helper can be had).
+    fn sort_chunk(&mut self, mut chunk: Vec<Entry>) -> Result<()> {
+        if self.chunks.is_none() {
+            self.chunks = ChunkSorter::start();
+        }
+        if let Some(helper) = &mut self.chunks {
+            match helper.sort(chunk) {
+                Ok(()) => return helper.collect(&mut self.buf.sorted, false),
+                Err(back) => chunk = back,
+            }
+        }
+        sort_entries(&mut chunk);
+        self.buf.sorted.push(chunk);
+        Ok(())
+    }
+
+    /// Waits for the chunks of the buffer still with the helper.
+    fn collect_chunks(&mut self) -> Result<()> {
+        match &mut self.chunks {
+            Some(helper) => helper.collect(&mut self.buf.sorted, true),
+            None => Ok(()),
+        }
     }
 
     /// Waits for the background spill, if any, and keeps its runs.
@@ -314,27 +393,54 @@ impl<S: Stage> Sorter<S> {
     }
 }
 
-/// Sorts a buffer and writes one run file per input; gives the buffer back empty.
+/// Sorts a buffer and writes one run file per input; gives the buffer back empty. The chunks
+/// the helper sorted are merged, not sorted again.
 fn write_runs(mut buf: Buffer) -> Result<SpillDone> {
-    buf.sort();
+    let chunks = buf.sorted_chunks();
+    let mut next = vec![0usize; chunks.len()];
+    let mut heap: BinaryHeap<Reverse<((u32, OrderKey), usize)>> = (chunks.iter().enumerate())
+        .filter_map(|(c, chunk)| Some(Reverse(((chunk.first()?.input, chunk[0].key), c))))
+        .collect();
     let mut runs = Vec::new();
+    let mut run: Option<(BufWriter<File>, u32)> = None;
     let mut seq = Vec::new();
-    for segment in buf.entries.chunk_by(|a, b| a.input == b.input) {
-        let mut w = BufWriter::with_capacity(1 << 20, run_file()?);
-        for e in segment {
-            // the rest of the key is the event's own (OrderKey::of), rebuilt when read back
-            seq.clear();
-            codec::put_u64(&mut seq, e.key.seq);
-            w.write_all(&((seq.len() + e.len as usize) as u32).to_le_bytes())?;
-            w.write_all(&seq)?;
-            w.write_all(buf.encoded(e))?;
+    while let Some(mut top) = heap.peek_mut() {
+        let Reverse(((input, _), c)) = *top;
+        let e = &chunks[c][next[c]];
+        next[c] += 1;
+        match chunks[c].get(next[c]) {
+            Some(n) => *top = Reverse(((n.input, n.key), c)),
+            None => {
+                PeekMut::pop(top);
+            }
         }
-        let mut f = w.into_inner().map_err(|e| e.into_error())?;
-        f.seek(SeekFrom::Start(0))?;
-        runs.push((f, segment[0].input));
+        if run.as_ref().is_none_or(|(_, i)| *i != input) {
+            if let Some(done) = run.take() {
+                runs.push(finish_run(done)?);
+            }
+            run = Some((BufWriter::with_capacity(1 << 20, run_file()?), input));
+        }
+        let (w, _) = run.as_mut().expect("a run is open");
+        // the rest of the key is the event's own (OrderKey::of), rebuilt when read back
+        seq.clear();
+        codec::put_u64(&mut seq, e.key.seq);
+        w.write_all(&((seq.len() + e.len as usize) as u32).to_le_bytes())?;
+        w.write_all(&seq)?;
+        w.write_all(buf.encoded(e))?;
     }
+    if let Some(done) = run {
+        runs.push(finish_run(done)?);
+    }
+    buf.sorted = chunks;
     buf.clear();
     Ok((runs, buf))
+}
+
+/// A run written: its file, rewound, and its input.
+fn finish_run((w, input): (BufWriter<File>, u32)) -> Result<Spilled> {
+    let mut f = w.into_inner().map_err(|e| e.into_error())?;
+    f.seek(SeekFrom::Start(0))?;
+    Ok((f, input))
 }
 
 /// A new temporary file for a run, or an error that names the directory it could not be made in.
@@ -425,6 +531,8 @@ enum Run {
     Disk(RunReader),
     Memory {
         buf: Arc<Buffer>,
+        /// Of the buffer's sorted chunks.
+        chunk: usize,
         entries: std::ops::Range<usize>,
         /// The entry whose key was given last.
         cur: usize,
@@ -436,9 +544,14 @@ impl Run {
     fn peek(&mut self) -> Result<Option<OrderKey>> {
         match self {
             Run::Disk(r) => r.peek(),
-            Run::Memory { buf, entries, cur } => Ok(entries.next().map(|i| {
+            Run::Memory {
+                buf,
+                chunk,
+                entries,
+                cur,
+            } => Ok(entries.next().map(|i| {
                 *cur = i;
-                buf.entries[i].key
+                buf.sorted[*chunk][i].key
             })),
         }
     }
@@ -447,8 +560,10 @@ impl Run {
     fn take(&mut self, out: &mut Vec<u8>) -> Result<()> {
         match self {
             Run::Disk(r) => r.take(out),
-            Run::Memory { buf, cur, .. } => {
-                out.extend_from_slice(buf.encoded(&buf.entries[*cur]));
+            Run::Memory {
+                buf, chunk, cur, ..
+            } => {
+                out.extend_from_slice(buf.encoded(&buf.sorted[*chunk][*cur]));
                 Ok(())
             }
         }
@@ -505,6 +620,9 @@ impl<S: Stage> Stage for Sorter<S> {
             }
         };
         self.buf.push(self.input, key, &event, base)?;
+        if let Some(chunk) = self.buf.full_chunk() {
+            self.sort_chunk(chunk)?;
+        }
         if self.buf.size() >= self.threshold() {
             self.spill()?;
         }
@@ -512,9 +630,11 @@ impl<S: Stage> Stage for Sorter<S> {
     }
 
     fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> Result<()> {
-        // the last buffer is sorted while the last spill may still be writing
+        // the last buffer's last chunk is sorted while the last spill may still be writing
+        self.collect_chunks()?;
+        self.chunks = None;
         let mut buf = std::mem::take(&mut self.buf);
-        let parts = buf.sort_in_parts();
+        buf.sorted = buf.sorted_chunks();
         self.collect_spill()?;
         self.spare = None;
         let offsets = std::mem::take(&mut self.offsets);
@@ -533,20 +653,22 @@ impl<S: Stage> Stage for Sorter<S> {
                 (Run::Disk(r), input)
             })
             .collect();
-        let mut segments: Vec<(std::ops::Range<usize>, u32)> = Vec::new();
-        for part in parts {
-            let mut start = part.start;
-            for seg in buf.entries[part].chunk_by(|a, b| a.input == b.input) {
-                segments.push((start..start + seg.len(), seg[0].input));
+        // each sorted chunk holds a segment per input
+        let mut segments = Vec::new();
+        for (chunk, entries) in buf.sorted.iter().enumerate() {
+            let mut start = 0;
+            for seg in entries.chunk_by(|a, b| a.input == b.input) {
+                segments.push((chunk, start..start + seg.len(), seg[0].input));
                 start += seg.len();
             }
         }
         let buf = Arc::new(buf);
-        for (entries, input) in segments {
+        for (chunk, entries, input) in segments {
             let buf = Arc::clone(&buf);
             runs.push((
                 Run::Memory {
                     buf,
+                    chunk,
                     entries,
                     cur: 0,
                 },
@@ -730,18 +852,17 @@ mod tests {
         s.first_run = 1 << 20;
         let slice = |ts| Event::Slice(Slice::new(TrackId(7), ts, 3, StrId(1)));
         s.push(&mut defs, &mut diag, slice(0)).unwrap();
-        let at = (s.buf.bytes.as_ptr(), s.buf.entries.as_ptr());
+        let at = s.buf.bytes.as_ptr();
         let mut ts = 0;
         while s.spilled_runs() == 0 && s.buf.size() + 100 < s.first_run {
             ts += 1;
             s.push(&mut defs, &mut diag, slice(ts)).unwrap();
+            // entries go in chunks made at their full size (none between a full one and the
+            // next event)
+            assert!(matches!(s.buf.entries.capacity(), 0 | CHUNK));
         }
         assert!(ts > 10_000, "{ts} events");
-        assert_eq!(
-            (s.buf.bytes.as_ptr(), s.buf.entries.as_ptr()),
-            at,
-            "the buffer moved"
-        );
+        assert_eq!(s.buf.bytes.as_ptr(), at, "the buffer moved");
         // a sorter that never spills is given its first run's room, not its budget
         let mut never = Sorter::with_budget(MemSink::default(), usize::MAX);
         never.first_run = usize::MAX;
@@ -858,11 +979,12 @@ mod tests {
         assert!(memory == spilled, "spilled records differ from memory");
     }
 
-    /// The last buffer, sorted in pieces on two threads, comes out in the total order.
+    /// The last buffer, sorted in chunks on the helper thread as they fill and its last one at
+    /// the end, comes out in the total order.
     #[test]
-    fn a_last_buffer_sorted_in_parts_gives_the_total_order() {
+    fn a_last_buffer_sorted_in_chunks_gives_the_total_order() {
         let all: Vec<Event> = (0..60).flat_map(|_| events()).collect();
-        assert!(all.len() > 2 * PARALLEL_SORT);
+        assert!(all.len() > 2 * CHUNK && all.len() % CHUNK != 0);
         let (mut defs, mut diag) = (Defs::new(), Diagnostics::default());
         let mut s = Sorter::with_budget(MemSink::default(), usize::MAX);
         s.first_run = usize::MAX;
