@@ -661,17 +661,19 @@ pub fn pair_upstream(
     if stacks.len() == launches.len() {
         return (0..stacks.len()).map(Some).collect();
     }
-    let offset = json_us(launches[0].0) - cpu_us(stacks[0]);
+    // each launch's time once: at epoch scale it takes exact 128-bit arithmetic
+    let launch_us: Vec<f64> = launches.iter().map(|&(ts, _)| json_us(ts)).collect();
+    let offset = launch_us[0] - cpu_us(stacks[0]);
     let mut next = 0;
     stacks
         .iter()
         .map(|&ts| {
             let cpu = cpu_us(ts) + offset;
-            while next < launches.len() && cpu - json_us(launches[next].0) > tolerance_us {
+            while next < launches.len() && cpu - launch_us[next] > tolerance_us {
                 next += 1;
             }
-            let &(launch, has_kernel) = launches.get(next)?;
-            if (cpu - json_us(launch)).abs() > tolerance_us {
+            let &(_, has_kernel) = launches.get(next)?;
+            if (cpu - launch_us[next]).abs() > tolerance_us {
                 return None;
             }
             let l = next;
