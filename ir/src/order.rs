@@ -199,8 +199,8 @@ struct ChunkSorter {
 }
 
 impl ChunkSorter {
-    /// The helper, or `None` where no thread can be had (the chunks are then sorted at the
-    /// end).
+    /// The helper, or `None` where no thread can be had (each chunk is then sorted on the
+    /// importing thread as it fills).
     fn start() -> Option<ChunkSorter> {
         let (to, rx) = std::sync::mpsc::channel::<Vec<Entry>>();
         let (tx, back) = std::sync::mpsc::channel();
