@@ -94,8 +94,14 @@ struct Entry {
 /// other core idle during most of the import.
 const CHUNK: usize = 1 << 14;
 
+/// Where an entry sorts in a buffer: by input, then in the total order; what the chunks are
+/// sorted by and what a spill merges them by.
+fn place(e: &Entry) -> (u32, OrderKey) {
+    (e.input, e.key)
+}
+
 fn sort_entries(entries: &mut [Entry]) {
-    entries.sort_unstable_by_key(|e| (e.input, e.key));
+    entries.sort_unstable_by_key(place);
 }
 
 /// Events buffered in memory: encoded back to back ([`codec`]), their entries beside in
@@ -170,7 +176,8 @@ impl Buffer {
         self.bytes.reserve(size);
     }
 
-    /// An empty buffer with room for as much as this one holds.
+    /// An empty buffer with room for as many bytes as this one holds (its entries' chunks are
+    /// made as they fill).
     fn sized_like(&self) -> Buffer {
         Buffer {
             bytes: Vec::with_capacity(self.bytes.len()),
@@ -399,7 +406,7 @@ fn write_runs(mut buf: Buffer) -> Result<SpillDone> {
     let chunks = buf.sorted_chunks();
     let mut next = vec![0usize; chunks.len()];
     let mut heap: BinaryHeap<Reverse<((u32, OrderKey), usize)>> = (chunks.iter().enumerate())
-        .filter_map(|(c, chunk)| Some(Reverse(((chunk.first()?.input, chunk[0].key), c))))
+        .filter_map(|(c, chunk)| Some(Reverse((place(chunk.first()?), c))))
         .collect();
     let mut runs = Vec::new();
     let mut run: Option<(BufWriter<File>, u32)> = None;
@@ -409,7 +416,7 @@ fn write_runs(mut buf: Buffer) -> Result<SpillDone> {
         let e = &chunks[c][next[c]];
         next[c] += 1;
         match chunks[c].get(next[c]) {
-            Some(n) => *top = Reverse(((n.input, n.key), c)),
+            Some(n) => *top = Reverse((place(n), c)),
             None => {
                 PeekMut::pop(top);
             }
