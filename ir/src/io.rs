@@ -226,6 +226,13 @@ impl AtomicFile {
         let tmp = self.tmp.take().expect("committed once");
         let path = tmp.to_path_buf();
         let _live = LIVE.lock();
+        if exchanged(&path, &self.dest) {
+            // the temporary's name now holds the replaced file: removed with it
+            drop(tmp);
+            drop(_live);
+            unregister(&path);
+            return Ok(());
+        }
         match tmp.persist(&self.dest) {
             Ok(()) => {
                 drop(_live);
@@ -241,6 +248,23 @@ impl AtomicFile {
             }
         }
     }
+}
+
+/// Swaps a finished temporary with the regular file at `dest` in one step (both names stay
+/// valid throughout), so that the old file can be removed under the temporary's name. A rename
+/// over an existing file makes ext4 write the new file's data out before the rename returns
+/// (its `auto_da_alloc`): half a second for a 1 GB output. False, and nothing done, when
+/// `dest` is not a regular file or the filesystem cannot swap.
+#[cfg(target_os = "linux")]
+fn exchanged(tmp: &Path, dest: &Path) -> bool {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    let regular = std::fs::symlink_metadata(dest).is_ok_and(|m| m.file_type().is_file());
+    regular && renameat_with(CWD, tmp, CWD, dest, RenameFlags::EXCHANGE).is_ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchanged(_tmp: &Path, _dest: &Path) -> bool {
+    false
 }
 
 impl Drop for AtomicFile {
@@ -275,6 +299,58 @@ mod tests {
         }
         assert!(!dest2.exists());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn replaces_a_file_and_leaves_neither_it_nor_a_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.json");
+        std::fs::write(&dest, b"old and longer").unwrap();
+        let mut f = AtomicFile::create(&dest).unwrap();
+        f.file().write_all(b"new").unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"old and longer");
+        f.commit().unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"new");
+        assert_eq!(names(dir.path()), ["out.json"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn replaces_a_symlink_itself_not_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.json");
+        let dest = dir.path().join("out.json");
+        std::fs::write(&target, b"kept").unwrap();
+        std::os::unix::fs::symlink(&target, &dest).unwrap();
+        let mut f = AtomicFile::create(&dest).unwrap();
+        f.file().write_all(b"new").unwrap();
+        f.commit().unwrap();
+        assert!(std::fs::symlink_metadata(&dest).unwrap().is_file());
+        assert_eq!(std::fs::read(&dest).unwrap(), b"new");
+        assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+        assert_eq!(names(dir.path()), ["out.json", "target.json"]);
+    }
+
+    #[test]
+    fn a_directory_in_the_way_is_an_error_and_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.json");
+        std::fs::create_dir(&dest).unwrap();
+        std::fs::write(dest.join("inside"), b"x").unwrap();
+        let mut f = AtomicFile::create(&dest).unwrap();
+        f.file().write_all(b"new").unwrap();
+        assert!(f.commit().is_err());
+        assert_eq!(std::fs::read(dest.join("inside")).unwrap(), b"x");
+        assert_eq!(names(dir.path()), ["out.json"]);
     }
 }
 
