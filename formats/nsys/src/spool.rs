@@ -190,19 +190,15 @@ impl SpoolWriter<'_> {
         if self.rows.is_empty() {
             return Ok(());
         }
-        let (fits, spare) = {
+        // when the rows fit in memory: a buffer to go on writing into
+        let next = {
             let mut st = self.spool.state();
-            (
-                st.in_memory + self.rows.len() <= self.spool.memory,
-                st.spare.take(),
-            )
+            let fits = st.in_memory + self.rows.len() <= self.spool.memory;
+            fits.then(|| st.spare.take().unwrap_or_default())
         };
-        let segment = match fits {
-            true => {
-                let rows = std::mem::replace(&mut self.rows, spare.unwrap_or_default());
-                Segment::Memory(rows)
-            }
-            false => {
+        let segment = match next {
+            Some(next) => Segment::Memory(std::mem::replace(&mut self.rows, next)),
+            None => {
                 // the reader's position in the file is its own: appends go to the end
                 self.file.write_all(&self.rows)?;
                 let len = self.rows.len() as u64;
