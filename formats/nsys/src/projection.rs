@@ -387,7 +387,7 @@ impl<'c> Waiting<'c> {
                 true => self.heap.pop().expect("peeked").0,
                 false => table.next().expect("peeked"),
             };
-            out.row(&f.row())?;
+            out.row(&f.row());
         }
         out.publish()
     }
@@ -459,7 +459,7 @@ impl Pass {
         let mut since_publish = 0;
         self.launches.run_indexed(conn, orders, index, |row| {
             if let Some(w) = launch_out.as_mut() {
-                w.row(row)?;
+                w.row(row);
             }
             // a launch the sweep cannot use (the flows still get it)
             if let Some(l) = launch_of(row) {

@@ -165,8 +165,9 @@ pub struct SpoolWriter<'a> {
 }
 
 impl SpoolWriter<'_> {
-    /// Appends one row of `Spool::columns` values (integers, NULLs and text only).
-    pub fn row(&mut self, values: &[SqlValue]) -> Result<()> {
+    /// Appends one row of `Spool::columns` values (integers, NULLs and text only), in memory:
+    /// [`publish`](Self::publish) is what may write.
+    pub fn row(&mut self, values: &[SqlValue]) {
         for v in values {
             match v {
                 SqlValue::Integer(i) => {
@@ -181,7 +182,6 @@ impl SpoolWriter<'_> {
                 _ => self.rows.push(NULL),
             }
         }
-        Ok(())
     }
 
     /// Makes the rows written so far readable: in memory while the reader keeps up, in the file
@@ -247,7 +247,7 @@ pub struct SpoolReader<'a> {
     buf: Vec<u8>,
 }
 
-/// Bytes read from the file at a time: the reader's memory, whatever the lag. Small enough
+/// Bytes read from the file at a time: what the reader holds of it, whatever the lag. Small enough
 /// that the rows of one chunk fit blocks the allocator reuses (a megabyte made every chunk's
 /// rows a fresh mapping, faulted in and grown by copying).
 const CHUNK: u64 = 1 << 16;
@@ -383,8 +383,7 @@ mod tests {
                         SqlValue::Integer(i),
                         SqlValue::Null,
                         SqlValue::Text(format!("r{i}")),
-                    ])
-                    .unwrap();
+                    ]);
                     if i % 1000 == 999 {
                         w.publish().unwrap();
                     }
@@ -421,8 +420,7 @@ mod tests {
         };
         let mut w = spool.writer().unwrap();
         for i in 0..20_000i64 {
-            w.row(&[SqlValue::Integer(i), SqlValue::Text(text(i))])
-                .unwrap();
+            w.row(&[SqlValue::Integer(i), SqlValue::Text(text(i))]);
             if i % 7 == 6 {
                 w.publish().unwrap();
             }
