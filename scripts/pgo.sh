@@ -108,10 +108,10 @@ if $check; then
   train target/release/tracex "$work/out-release"
   train target/pgo/tracex "$work/out-pgo"
   differ=false
-  # an OTF2 anchor file holds a random trace identifier: its other properties must match
   diff -r -x '*.otf2' "$work/out-release" "$work/out-pgo" >&2 || differ=true
+  # an OTF2 anchor file holds a random trace identifier: its other properties must match
+  anchor() { otf2-print -A "$1" | grep -v '^Trace identifier'; }
   for a in "$work"/out-release/*.otf2; do
-    anchor() { otf2-print -A "$1" | grep -v '^Trace identifier'; }
     diff <(anchor "$a") <(anchor "$work/out-pgo/${a##*/}") >&2 || differ=true
   done
   if $differ; then

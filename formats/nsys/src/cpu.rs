@@ -7,7 +7,6 @@ use rustc_hash::FxHashMap;
 use tracex_ir::{Args, Defs, Diagnostics, Location, Result, StrId, Value};
 
 use crate::catalogue::{How, CPU_TABLES};
-use crate::db::rows_where;
 use crate::db::{rowid, Cols, Row};
 use crate::decoded::{thread_range, Decoded, Hook, Parts};
 use crate::diag::{record_rows, row_at};
@@ -82,10 +81,7 @@ pub fn cuda_api_plan(setup: &mut Setup, imp: &mut Importer) -> Result<bool> {
     };
     let has_class = t.has("eventClass");
     let backtraces = if has_class {
-        match count_where(setup.conn, &t, ("eventClass", Filter::In(vec![67])))? {
-            Some(counted) => counted,
-            None => rows_where(setup.conn, &t, &format!("{} = 67", t.col("eventClass")))?,
-        }
+        count_where(setup.conn, &t, ("eventClass", Filter::In(vec![67])))?
     } else {
         (0, 0)
     };

@@ -47,6 +47,17 @@ pub enum Filter {
 }
 
 impl Filter {
+    /// The filter as an SQL condition on `col` (a quoted column name).
+    pub fn sql(&self, col: &str) -> String {
+        match self {
+            Filter::In(values) => {
+                let list: Vec<String> = values.iter().map(i64::to_string).collect();
+                format!("{col} IN ({})", list.join(", "))
+            }
+            Filter::IsNot(x) => format!("{col} IS NOT {x}"),
+        }
+    }
+
     fn passes(&self, cell: Cell) -> bool {
         let equals = |x: i64| match cell {
             Cell::Int(v) => v == x,

@@ -67,23 +67,23 @@ pub fn row_count(conn: &Connection, table: &Table) -> Result<u64> {
     rows(conn, table).map(|(n, _)| n)
 }
 
-/// How many rows of `table` pass `filter` on `column`, and the rowid of the first: from the
-/// file's pages when the table allows, else `None` (the caller asks SQLite).
+/// How many rows of `table` pass `filter` on `column`, and the rowid of the first (0 when
+/// none does): from the file's pages when the table allows, else from SQLite.
 pub fn count_where(
     conn: &Connection,
     table: &Table,
     (column, filter): (&str, Filter),
-) -> Result<Option<(u64, i64)>> {
-    let spec = ScanSpec::new(table, &[]).filtered(column, filter);
+) -> Result<(u64, i64)> {
+    let spec = ScanSpec::new(table, &[]).filtered(column, filter.clone());
     let Some(mut scan) = spec.pages(conn) else {
-        return Ok(None);
+        return rows_where(conn, table, &filter.sql(&table.col(column)));
     };
     let (mut n, mut first) = (0u64, None);
     while let Some(row) = scan.next()? {
         first.get_or_insert(row.rowid);
         n += 1;
     }
-    Ok(Some((n, first.unwrap_or(0))))
+    Ok((n, first.unwrap_or(0)))
 }
 
 /// The rows of one query.
