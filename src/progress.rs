@@ -23,6 +23,9 @@ impl Bar {
         if quiet || !std::io::stderr().is_terminal() {
             return Bar { stop, handle: None };
         }
+        for p in &items {
+            p.set_shown();
+        }
         let s = stop.clone();
         let handle = std::thread::spawn(move || {
             let bar = ProgressBar::new(0);

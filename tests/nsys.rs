@@ -243,6 +243,32 @@ fn assert_sorted(events: &[Event], what: &str) {
     }
 }
 
+/// A progress bar's total, the rows of the tables the streams read, is counted only when a
+/// bar shows it (counting reads every leaf page of those tables).
+#[test]
+fn rows_are_counted_for_progress_only_when_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, path) in own_databases(dir.path()) {
+        for shown in [false, true] {
+            let mut defs = Defs::new();
+            let mut diag = Diagnostics::default();
+            let mut sink = MemSink::default();
+            let progress = Progress::new();
+            if shown {
+                progress.set_shown();
+            }
+            let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
+            tracex_nsys::import(&path, &Default::default(), &mut ctx).unwrap();
+            assert!(progress.done() > 0, "{name}: no row advanced the progress");
+            match shown {
+                // the rows of the tables read, of which filters may pass fewer
+                true => assert!(progress.total() >= progress.done(), "{name}"),
+                false => assert_eq!(progress.total(), 0, "{name}"),
+            }
+        }
+    }
+}
+
 #[test]
 fn goldens_of_databases_built_by_the_tests() {
     let dir = tempfile::tempdir().unwrap();

@@ -15,6 +15,7 @@ pub struct Progress {
     done: AtomicU64,
     total: AtomicU64,
     rows: AtomicBool,
+    shown: AtomicBool,
 }
 
 impl Progress {
@@ -58,5 +59,16 @@ impl Progress {
 
     pub fn total(&self) -> u64 {
         self.total.load(Ordering::Relaxed)
+    }
+
+    /// Marks the counter as shown to someone (a progress bar), before the import starts.
+    pub fn set_shown(&self) {
+        self.shown.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether anyone sees this counter: an importer may skip a total that costs work
+    /// (counting a database's rows) when no one does.
+    pub fn is_shown(&self) -> bool {
+        self.shown.load(Ordering::Relaxed)
     }
 }
