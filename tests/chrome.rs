@@ -35,6 +35,7 @@ const GOOD: &[&str] = &[
     "partial_overlap.json",
     "missing_end.json",
     "precision.json",
+    "flow_fan_out.json",
 ];
 
 #[test]
@@ -82,6 +83,26 @@ fn edge_cases_have_the_expected_meaning() {
         d.contains("diag chrome_flow_start_without_end count=1"),
         "{d}"
     );
+
+    // an f does not close its id (as Perfetto draws it): the graph launch flows to each of its
+    // three kernels, a step after the end leaves from the start, and a new s starts anew
+    let d = dump_with_diagnostics(&own("flow_fan_out.json"));
+    assert_eq!(
+        d.matches("flow name=\"ac2g\" cat=\"ac2g\" K0@10000/")
+            .count(),
+        3,
+        "{d}"
+    );
+    assert!(
+        d.contains("K0@40000/enclosing -> K2@60000/enclosing -> K1@70000"),
+        "{d}"
+    );
+    assert!(d.contains("K0@80000/enclosing -> K2@90000"), "{d}");
+    assert!(
+        d.contains("diag flow_end_after_its_flow_ended count=3"),
+        "{d}"
+    );
+    assert!(!d.contains("chrome_flow_end_without_start"), "{d}");
 
     let d = dump_with_diagnostics(&own("string_pids.json"));
     assert!(d.contains("label=\"Spans\""), "{d}");

@@ -191,7 +191,7 @@ pub mod kinds {
         FLOW_ID_RENUMBERED = "flow_id_renumbered", Info,
             "a flow's id from the input was already taken by another flow of the trace (an id its producer reused, or the same id in two merged inputs); the flow got a new id from 2^32 up, every other flow kept its own";
         FLOW_END_REUSED = "flow_end_after_its_flow_ended", Info,
-            "a flow v2 end or step (flow_in) came after its bind_id's flow had ended; as Catapult and Perfetto draw it, it became a new flow from the last flow_out of that bind_id";
+            "a flow end or step came after its id's flow had ended (Chrome: an f or t after the f of its id, as Kineto writes for the kernels of a CUDA graph; a flow_in after its bind_id's flow ended); as Perfetto draws it, it became a new flow from the last start or step of that id";
         FLOW_END_FIRST_AT_SAME_TIME = "flow_end_first_at_same_time", Info,
             "a flow's end came before its start in the file, both at the same timestamp (Kineto writes some); they were paired as one flow";
     }

@@ -62,10 +62,10 @@ impl<K: Hash + Eq + Clone> SliceStacks<K> {
 /// What an end does to its chain when [`FlowPairer`] pairs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ends {
-    /// The end closes the chain: a later end or step of the key needs a new start (flow v1).
+    /// The end closes the chain: a later end or step of the key needs a new start.
     Close,
     /// The chain stays bound to its last outgoing point: a later end or step of the key is a
-    /// new arrow from there, as Catapult and Perfetto draw flow v2 (`bind_id`) bindings.
+    /// new arrow from there, as Perfetto draws Chrome flows (v1 and v2) and Catapult v2.
     KeepOpen,
 }
 

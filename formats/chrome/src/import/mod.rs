@@ -879,7 +879,9 @@ impl Importer {
             ctx.emit(Event::Slice(s))?;
         }
         for pairer in [
-            std::mem::take(&mut self.flows_v1).pair(ctx.defs, ctx.diag),
+            // an `f` does not close its id's flow either: Kineto writes one `s` on a CUDA graph
+            // launch and an `f` on each of its kernels, and Perfetto draws an arrow to each
+            std::mem::take(&mut self.flows_v1).pair_as(ctx.defs, ctx.diag, Ends::KeepOpen),
             std::mem::take(&mut self.flows_v2).pair_as(ctx.defs, ctx.diag, Ends::KeepOpen),
         ] {
             let diag = &mut ctx.diag;
