@@ -219,11 +219,19 @@ fn count(v: &Value) -> u64 {
 
 /// Imports through the library alone: events exactly as the importer pushes them.
 fn import(path: &Path, opts: &tracex_nsys::ImportOptions) -> (Defs, Vec<Event>) {
+    import_watched(path, opts, &Progress::new())
+}
+
+/// [`import`], advancing `progress`.
+fn import_watched(
+    path: &Path,
+    opts: &tracex_nsys::ImportOptions,
+    progress: &Progress,
+) -> (Defs, Vec<Event>) {
     let mut defs = Defs::new();
     let mut diag = Diagnostics::default();
     let mut sink = MemSink::default();
-    let progress = Progress::new();
-    let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
+    let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, progress);
     tracex_nsys::import(path, opts, &mut ctx).unwrap();
     (defs, sink.events)
 }
@@ -250,15 +258,11 @@ fn rows_are_counted_for_progress_only_when_shown() {
     let dir = tempfile::tempdir().unwrap();
     for (name, path) in own_databases(dir.path()) {
         for shown in [false, true] {
-            let mut defs = Defs::new();
-            let mut diag = Diagnostics::default();
-            let mut sink = MemSink::default();
             let progress = Progress::new();
             if shown {
                 progress.set_shown();
             }
-            let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
-            tracex_nsys::import(&path, &Default::default(), &mut ctx).unwrap();
+            import_watched(&path, &Default::default(), &progress);
             assert!(progress.done() > 0, "{name}: no row advanced the progress");
             match shown {
                 // the rows of the tables read, of which filters may pass fewer

@@ -113,12 +113,12 @@ fn progress_total(
     let mut total = 0;
     for s in streams {
         if let Some(t) = schema.table(&s.table) {
-            let n = match counted.get(s.table.as_str()) {
+            total += match counted.get(s.table.as_str()) {
                 Some(&n) => n,
-                None => crate::scan::row_count(conn, &t)?,
+                None => *counted
+                    .entry(&s.table)
+                    .or_insert(crate::scan::row_count(conn, &t)?),
             };
-            counted.insert(&s.table, n);
-            total += n;
         }
     }
     Ok(total)
