@@ -9,8 +9,9 @@
 # script (not part of tracex) on 20k launches: src/xpu/flamegraph/ of
 # https://github.com/eunomia-bpf/bpf-developer-tutorial (the current version matches by thread
 # and weighs by µs, which tracex's --weight gpu-us reproduces).
-# Every job prints wall time, CPU time (user + system), peak RSS and input MB/s, of the
-# profile-guided build (scripts/pgo.sh; TRACEX_PGO=0: of the plain release build).
+# Every job prints wall time (the median and range of TRACEX_BENCH_ROUNDS rounds, default 3),
+# CPU time (user + system), peak RSS and input MB/s, of the profile-guided build (scripts/pgo.sh;
+# TRACEX_PGO=0: of the plain release build).
 # tracex runs under SCHED_BATCH on Linux (src/sched.rs); TRACEX_SCHED_BATCH=0 bench.sh measures it
 # under the policy it was started with, as builds before f6af0c3 ran.
 #
@@ -39,26 +40,53 @@ mkdir -p "$out"
 sections=("$@")
 [ ${#sections[@]} -eq 0 ] && sections=(chrome otf2 otf2-mpi merge nsys perfetto android series)
 
-# measure LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time, prints wall time, CPU time,
-# MB/s and peak RSS; leaves wall and CPU seconds in $last_wall and $last_cpu.
+# measure [--fresh OUTPUT] LABEL INPUT_BYTES CMD...: runs CMD under /usr/bin/time $rounds
+# times (OUTPUT removed before each) and prints the median wall time with the range, the CPU
+# time of that median round, MB/s and the largest peak RSS; leaves the median's wall and CPU
+# seconds in $last_wall and $last_cpu. With $repeat > 1, a round runs CMD that many times over
+# and counts the mean of one run (jobs of tens of ms, below the timer's 10 ms).
+# One run is not a figure on these machines: the same nsys job took 2.42 s and 3.22 s (4.4 and
+# 6.0 s of CPU) within one bench.sh run on a quiet 2-core machine. TRACEX_BENCH_ROUNDS=1 for a
+# quick look.
+rounds=${TRACEX_BENCH_ROUNDS:-3}
+repeat=1
 last_wall=0 last_cpu=0
 measure() {
+  local fresh_out=
+  if [ "$1" = --fresh ]; then fresh_out=$2; shift 2; fi
   local label=$1 bytes=$2; shift 2
   local t; t=$(mktemp)
-  # the last job's output is written back now, not by the kernel's flusher during this job
-  sync
-  /usr/bin/time -f "%e %M %U %S" -o "$t" "$@" >/dev/null
-  read -r secs kb user sys < "$t"; rm -f "$t"
-  last_wall=$secs
-  last_cpu=$(awk -v u="$user" -v y="$sys" 'BEGIN { print u + y }')
-  awk -v l="$label" -v s="$secs" -v k="$kb" -v b="$bytes" -v c="$last_cpu" \
-    'BEGIN { printf "%-48s %7.2f s (cpu %6.2f s) %9.1f MB/s %8.1f MB peak RSS\n", l, s, c, (s > 0 ? b / 1e6 / s : 0), k / 1024 }'
+  local runs=() i secs kb user sys
+  for ((i = 0; i < rounds; i++)); do
+    [ -z "$fresh_out" ] || rm -f -- "$fresh_out"
+    # the last job's output is written back now, not by the kernel's flusher during this job
+    sync
+    /usr/bin/time -f "%e %M %U %S" -o "$t" bash -c \
+      'n=$1; shift; for ((j = 0; j < n; j++)); do "$@" || exit; done' _ "$repeat" "$@" >/dev/null
+    read -r secs kb user sys < "$t"
+    runs+=("$(awk -v s="$secs" -v u="$user" -v y="$sys" -v n="$repeat" \
+      'BEGIN { printf "%.4f %.4f", s / n, (u + y) / n }') $kb")
+  done
+  rm -f "$t"
+  # median by wall time; the range; the largest peak RSS of all rounds
+  read -r last_wall last_cpu kb lo hi < <(printf '%s\n' "${runs[@]}" | sort -n -k1,1 | awk '
+    { w[NR] = $1; c[NR] = $2; if ($3 > k) k = $3 }
+    END { m = int((NR + 1) / 2); print w[m], c[m], k, w[1], w[NR] }')
+  # the mean of repeated runs with four decimals
+  awk -v l="$label" -v s="$last_wall" -v c="$last_cpu" -v k="$kb" -v b="$bytes" \
+    -v lo="$lo" -v hi="$hi" -v n="$rounds" -v rep="$repeat" 'BEGIN {
+      f = (rep > 1 ? "%.4f" : "%.2f")
+      r = (n > 1 ? sprintf(" (" f "-" f ")", lo, hi) : "")
+      printf "%-48s %7s s%s (cpu %6s s) %9.1f MB/s %8.1f MB peak RSS\n", l, sprintf(f, s), r,
+        sprintf(f, c), (s > 0 ? b / 1e6 / s : 0), k / 1024 }'
 }
 
-# versus LABEL INPUT_BYTES CMD...: measures a peer right after the tracex job just measured and
-# prints how many times slower the peer is, in wall and in CPU time.
+# versus LABEL INPUT_BYTES CMD...: measures a peer (one round, as it takes tens of seconds)
+# right after the tracex job just measured and prints how many times slower the peer is than that
+# job's median, in wall and in CPU time.
 versus() {
   local wall=$last_wall cpu=$last_cpu label=$1
+  local rounds=1
   measure "$@"
   awk -v l="  $label / tracex" -v w="$last_wall" -v tw="$wall" -v c="$last_cpu" -v tc="$cpu" \
     'BEGIN { printf "%-48s %7.1fx wall, %5.1fx cpu\n", l, (tw > 0 ? w / tw : 0), (tc > 0 ? c / tc : 0) }'
@@ -111,10 +139,10 @@ for s in "${sections[@]}"; do
       echo "== chrome: $(size "$f") bytes, 2M events"
       "$gen" measure "$f"
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
-      fresh "$out/chrome-2m.out.json"
-      measure "chrome -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json"
-      fresh "$out/chrome-2m.out.json.gz"
-      measure "chrome -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/chrome-2m.out.json.gz"
+      measure --fresh "$out/chrome-2m.out.json" "chrome -> chrome json" "$(size "$f")" \
+        "$bin" -q convert -f "$f" "$out/chrome-2m.out.json"
+      measure --fresh "$out/chrome-2m.out.json.gz" "chrome -> chrome json.gz" "$(size "$f")" \
+        "$bin" -q convert -f "$f" "$out/chrome-2m.out.json.gz"
       # a flame graph reads no args: the importer's args are dropped as they are emitted
       measure "chrome -> folded (timeline)" "$(size "$f")" \
         "$bin" -q convert -f --fold timeline "$f" "$out/chrome-2m.folded"
@@ -164,9 +192,9 @@ for s in "${sections[@]}"; do
         [ -f "$gpu" ] || "$gen" cupti --launches 20000 --cpu "$cpu" --gpu "$gpu"
         bytes=$(( $(size "$cpu") + $(size "$gpu") ))
         echo "== merge: 20000 launches, the reference script against tracex --weight gpu-us"
-        measure "tracex" "$bytes" \
+        repeat=20 measure "tracex" "$bytes" \
           "$bin" -q convert -f --weight gpu-us "$cpu" "$gpu" "$out/merge-20000.folded"
-        versus "merge_gpu_cpu_trace.py" "$bytes" \
+        repeat=5 versus "merge_gpu_cpu_trace.py" "$bytes" \
           python3 "$TRACEX_REFERENCE_MERGE" -c "$cpu" -g "$gpu" -o "$out/merge-20000-ref.folded"
         cmp -s "$out/merge-20000.folded" "$out/merge-20000-ref.folded" && echo "same lines as the reference" \
           || echo "OUTPUTS DIFFER from the reference"
@@ -184,36 +212,32 @@ for s in "${sections[@]}"; do
       [ -f "$sh" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --shuffle --overlap 44000 --out "$sh"
       echo "== nsys: $(size "$f") bytes, 1M kernels + 1M runtime calls + 100k NVTX ranges"
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
-      fresh "$out/nsys-1m.json"
-      measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
+      measure --fresh "$out/nsys-1m.json" "nsys 1M -> chrome json" "$(size "$f")" \
+        "$bin" -q convert -f "$f" "$out/nsys-1m.json"
       vs_nsys2json "$f"
       # again over that output, as a user converting twice does (tracex swaps the files: a
       # rename over a 1 GB file would make ext4 write all of it out first)
       measure "nsys 1M -> chrome json, replacing it" "$(size "$f")" \
         "$bin" -q convert -f "$f" "$out/nsys-1m.json"
-      fresh "$out/nsys-1m.json.gz"
-      measure "nsys 1M -> chrome json.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json.gz"
+      measure --fresh "$out/nsys-1m.json.gz" "nsys 1M -> chrome json.gz" "$(size "$f")" \
+        "$bin" -q convert -f "$f" "$out/nsys-1m.json.gz"
       vs_nsys_chrome "$f"
-      fresh "$out/nsys-1m.json"
-      measure "nsys 1M -> chrome json, without nvtx-kernel" "$(size "$f")" \
+      measure --fresh "$out/nsys-1m.json" "nsys 1M -> chrome json, without nvtx-kernel" "$(size "$f")" \
         "$bin" -q convert -f --activity=-nvtx-kernel "$f" "$out/nsys-1m.json"
-      fresh "$out/nsys-250k.json"
-      measure "nsys 250k -> chrome json" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.json"
+      measure --fresh "$out/nsys-250k.json" "nsys 250k -> chrome json" "$(size "$q")" \
+        "$bin" -q convert -f "$q" "$out/nsys-250k.json"
       measure "nsys 250k -> otf2" "$(size "$q")" "$bin" -q convert -f "$q" "$out/nsys-250k.otf2"
       measure "nsys 1M -> otf2" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.otf2"
       measure "nsys 1M -> folded (timeline)" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.folded"
       measure "import only, rows not in time order" "$(size "$u")" "$bin" -q info "$u"
-      fresh "$out/nsys-1m.json"
-      measure "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
+      measure --fresh "$out/nsys-1m.json" "nsys 1M, rows not in time order -> chrome json" "$(size "$u")" \
         "$bin" -q convert -f "$u" "$out/nsys-1m.json"
       vs_nsys2json "$u"
       measure "import only, rows shuffled, 44k overlaps" "$(size "$sh")" "$bin" -q info "$sh"
-      fresh "$out/nsys-1m.json"
-      measure "nsys 1M shuffled -> chrome json" "$(size "$sh")" \
+      measure --fresh "$out/nsys-1m.json" "nsys 1M shuffled -> chrome json" "$(size "$sh")" \
         "$bin" -q convert -f "$sh" "$out/nsys-1m.json"
       vs_nsys2json "$sh"
-      fresh "$out/nsys-1m.json.gz"
-      measure "nsys 1M shuffled -> chrome json.gz" "$(size "$sh")" \
+      measure --fresh "$out/nsys-1m.json.gz" "nsys 1M shuffled -> chrome json.gz" "$(size "$sh")" \
         "$bin" -q convert -f "$sh" "$out/nsys-1m.json.gz"
       vs_nsys_chrome "$sh"
       ;;
@@ -223,14 +247,13 @@ for s in "${sections[@]}"; do
       f=$out/nsys-1m.sqlite
       [ -f "$f" ] || "$gen" nsys --kernels 1000000 --nvtx 100000 --out "$f"
       echo "== perfetto: $(size "$f") bytes of nsys export"
-      fresh "$out/nsys-1m.json"
-      measure "nsys 1M -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.json"
-      fresh "$out/nsys-1m.pftrace"
-      measure "nsys 1M -> pftrace" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.pftrace"
-      fresh "$out/nsys-1m.pftrace.gz"
-      measure "nsys 1M -> pftrace.gz" "$(size "$f")" "$bin" -q convert -f "$f" "$out/nsys-1m.pftrace.gz"
-      fresh "$out/pftrace-1m.json"
-      measure "pftrace 1M -> chrome json (import)" "$(size "$out/nsys-1m.pftrace")" \
+      measure --fresh "$out/nsys-1m.json" "nsys 1M -> chrome json" "$(size "$f")" \
+        "$bin" -q convert -f "$f" "$out/nsys-1m.json"
+      measure --fresh "$out/nsys-1m.pftrace" "nsys 1M -> pftrace" "$(size "$f")" \
+        "$bin" -q convert -f "$f" "$out/nsys-1m.pftrace"
+      measure --fresh "$out/nsys-1m.pftrace.gz" "nsys 1M -> pftrace.gz" "$(size "$f")" \
+        "$bin" -q convert -f "$f" "$out/nsys-1m.pftrace.gz"
+      measure --fresh "$out/pftrace-1m.json" "pftrace 1M -> chrome json (import)" "$(size "$out/nsys-1m.pftrace")" \
         "$bin" -q convert -f "$out/nsys-1m.pftrace" "$out/pftrace-1m.json"
       j=$(size "$out/nsys-1m.json") p=$(size "$out/nsys-1m.pftrace") z=$(size "$out/nsys-1m.pftrace.gz")
       awk -v j="$j" -v p="$p" -v z="$z" 'BEGIN { printf "sizes: json %.1f MB, pftrace %.1f MB (%.3f of the json), pftrace.gz %.1f MB\n", j/1e6, p/1e6, p/j, z/1e6 }'
@@ -248,10 +271,10 @@ for s in "${sections[@]}"; do
       [ -f "$f" ] || "$gen" android --markers 2000000 --out "$f"
       echo "== android: $(size "$f") bytes, 2M atrace markers + GPU counters"
       measure "import only (tracex info)" "$(size "$f")" "$bin" -q info "$f"
-      fresh "$out/android-2m.json"
-      measure "android -> chrome json" "$(size "$f")" "$bin" -q convert -f "$f" "$out/android-2m.json"
-      fresh "$out/android-2m.out.pftrace"
-      measure "android -> pftrace" "$(size "$f")" "$bin" -q convert -f "$f" "$out/android-2m.out.pftrace"
+      measure --fresh "$out/android-2m.json" "android -> chrome json" "$(size "$f")" \
+        "$bin" -q convert -f "$f" "$out/android-2m.json"
+      measure --fresh "$out/android-2m.out.pftrace" "android -> pftrace" "$(size "$f")" \
+        "$bin" -q convert -f "$f" "$out/android-2m.out.pftrace"
       tp=${TRACE_PROCESSOR_SHELL:-$(command -v trace_processor_shell || true)}
       if [ -n "$tp" ]; then
         echo "select count(*) from slice;" >"$out/count.sql"
