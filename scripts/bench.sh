@@ -58,9 +58,8 @@ measure() {
   local t; t=$(mktemp)
   local runs=() i secs kb user sys
   for ((i = 0; i < rounds; i++)); do
-    [ -z "$fresh_out" ] || rm -f -- "$fresh_out"
     # the last job's output is written back now, not by the kernel's flusher during this job
-    sync
+    fresh ${fresh_out:+"$fresh_out"}
     /usr/bin/time -f "%e %M %U %S" -o "$t" bash -c \
       'n=$1; shift; for ((j = 0; j < n; j++)); do "$@" || exit; done' _ "$repeat" "$@" >/dev/null
     read -r secs kb user sys < "$t"
