@@ -318,7 +318,7 @@ impl State {
             Some(Data::ClockSnapshot(_)) | Some(Data::CompressedPackets(_)) => Ok(()),
             None => {
                 if let Some(x) = tracex {
-                    self.detached_flows(ctx, seq, ts, &x);
+                    self.detached_flows(ctx, seq, ts, &x)?;
                 }
                 for field in unknown {
                     let name = kind_name(field);
@@ -656,7 +656,7 @@ impl State {
         x: Option<&Extra>,
         track: TrackId,
         ts: i64,
-    ) {
+    ) -> Result<()> {
         let recorded: FxHashMap<u64, &XFlow> = x
             .map(|x| {
                 x.flows
@@ -679,11 +679,11 @@ impl State {
                 if let Some(r) = recorded.get(&id) {
                     this.apply(defs, seq, r, &mut p);
                 }
-                this.flows.push(p);
+                this.flows.push(p)
             };
         let ids = te.flow_ids.iter().chain(&te.flow_ids_old);
         for &id in ids {
-            push(self, defs, Key::Id(id), id, How::Ids, FlowBind::Enclosing);
+            push(self, defs, Key::Id(id), id, How::Ids, FlowBind::Enclosing)?;
         }
         let terminating = te
             .terminating_flow_ids
@@ -697,7 +697,7 @@ impl State {
                 id,
                 How::Terminating,
                 FlowBind::Enclosing,
-            );
+            )?;
         }
         if let Some(l) = &te.legacy_event {
             if let (Some(bind), Some(dir)) = (l.bind_id, l.flow_direction) {
@@ -715,10 +715,11 @@ impl State {
                         bind,
                         How::Role(r),
                         FlowBind::Enclosing,
-                    );
+                    )?;
                 }
             }
         }
+        Ok(())
     }
 
     /// Applies tracex's record of a flow point (exact time, binding, role, name).
@@ -744,7 +745,13 @@ impl State {
     }
 
     /// Flow points only tracex's extension holds (Perfetto could not draw them).
-    fn detached_flows(&mut self, ctx: &mut ImportCtx, seq: &Sequence, ts: Option<i64>, x: &Extra) {
+    fn detached_flows(
+        &mut self,
+        ctx: &mut ImportCtx,
+        seq: &Sequence,
+        ts: Option<i64>,
+        x: &Extra,
+    ) -> Result<()> {
         for f in x.flows.iter().filter(|f| f.detached == Some(true)) {
             let (Some(id), Some(track)) = (f.id, f.track) else {
                 continue;
@@ -762,8 +769,9 @@ impl State {
                 names: None,
             };
             self.apply(ctx.defs, seq, f, &mut p);
-            self.flows.push(p);
+            self.flows.push(p)?;
         }
+        Ok(())
     }
 
     fn track_event(
@@ -903,7 +911,7 @@ impl State {
                         s.thread_dur = x.thread_dur;
                     }
                 }
-                self.event_flows(ctx.defs, seq, &te, x.as_ref(), track, ts);
+                self.event_flows(ctx.defs, seq, &te, x.as_ref(), track, ts)?;
                 if kind == 'X' {
                     let l = legacy.as_ref().expect("legacy phase");
                     s.dur = Some(l.duration_us.unwrap_or(0).max(0) * 1000);
@@ -935,7 +943,7 @@ impl State {
                     thread_dur: x.as_ref().and_then(|x| x.thread_dur),
                     at,
                 };
-                self.event_flows(ctx.defs, seq, &te, x.as_ref(), track, ts);
+                self.event_flows(ctx.defs, seq, &te, x.as_ref(), track, ts)?;
                 if sorted {
                     self.keep(track, ts, Rec::End(end));
                 } else {
@@ -963,7 +971,7 @@ impl State {
                 }
                 let args = self.event_args(ctx, seq, &te, at);
                 let stack = self.event_stack(ctx.defs, seq, &te);
-                self.event_flows(ctx.defs, seq, &te, x.as_ref(), track, ts);
+                self.event_flows(ctx.defs, seq, &te, x.as_ref(), track, ts)?;
                 ctx.emit(Event::Instant(Instant {
                     track,
                     ts,
@@ -1011,7 +1019,7 @@ impl State {
                 {
                     self.apply(ctx.defs, seq, r, &mut p);
                 }
-                self.flows.push(p);
+                self.flows.push(p)?;
             }
             'M' => {
                 let args = self.event_args(ctx, seq, &te, at);
@@ -1376,10 +1384,7 @@ impl State {
         }
         let flows = std::mem::take(&mut self.flows);
         let default = self.flow_default.take().unwrap_or((None, None));
-        let (events, unpaired) = flows.pair(ctx.defs, default);
-        for e in events {
-            ctx.emit(e)?;
-        }
+        let unpaired = flows.pair(ctx, default)?;
         let lost = unpaired.start_alone + unpaired.step_without_start + unpaired.end_without_start;
         if lost > 0 {
             ctx.diag.record_n(
