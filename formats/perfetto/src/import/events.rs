@@ -12,6 +12,7 @@ use super::args::{self, Lost};
 use super::clock::{Clocks, BOOTTIME, MONOTONIC};
 use super::flows::{FlowPoints, How, Key, Pt};
 use super::ordered::{End, Kept, Rec, TimeOrdered};
+use super::runs::Sorted;
 use super::sequence::{flags, Sequence};
 use super::tally::Tally;
 use super::tracks::{Target, TrackMap};
@@ -920,7 +921,7 @@ impl State {
                     }
                     ctx.emit(Event::Slice(s))?;
                 } else if sorted {
-                    self.keep(track, ts, Rec::Begin(s));
+                    self.keep(track, ts, Rec::Begin(s))?;
                 } else {
                     self.slices.begin(track, s);
                 }
@@ -945,7 +946,7 @@ impl State {
                 };
                 self.event_flows(ctx.defs, seq, &te, x.as_ref(), track, ts)?;
                 if sorted {
-                    self.keep(track, ts, Rec::End(end));
+                    self.keep(track, ts, Rec::End(end))?;
                 } else {
                     match self.slices.end(track, &end) {
                         Some(s) => {
@@ -1108,29 +1109,27 @@ impl State {
     }
 
     /// Begins and ends in time order, track by track: completed slices are pushed.
-    fn match_kept(&mut self, ctx: &mut ImportCtx, kept: Vec<(TrackId, Kept)>) -> Result<()> {
-        for (track, recs) in kept {
-            for (_, _, r) in recs {
-                match r {
-                    Rec::Begin(s) => self.slices.begin(track, s),
-                    Rec::End(end) => match self.slices.end(track, &end) {
-                        Some(s) => {
-                            let s = close(ctx.defs, ctx.diag, s, end);
-                            ctx.emit(Event::Slice(s))?
-                        }
-                        None => ctx
-                            .diag
-                            .record(&d::IMPORT_UNMATCHED_END, Location::Byte(end.at)),
-                    },
-                }
+    fn match_kept(&mut self, ctx: &mut ImportCtx, mut kept: Sorted<Kept>) -> Result<()> {
+        while let Some(Kept { track, rec, .. }) = kept.next()? {
+            match rec {
+                Rec::Begin(s) => self.slices.begin(track, s),
+                Rec::End(end) => match self.slices.end(track, &end) {
+                    Some(s) => {
+                        let s = close(ctx.defs, ctx.diag, s, end);
+                        ctx.emit(Event::Slice(s))?
+                    }
+                    None => ctx
+                        .diag
+                        .record(&d::IMPORT_UNMATCHED_END, Location::Byte(end.at)),
+                },
             }
         }
         Ok(())
     }
 
     /// A begin or end on a track matched in time order at the end.
-    fn keep(&mut self, track: TrackId, ts: i64, r: Rec) {
-        self.ordered.keep(track, ts, r);
+    fn keep(&mut self, track: TrackId, ts: i64, r: Rec) -> Result<()> {
+        Ok(self.ordered.keep(track, ts, r)?)
     }
 
     fn event_uuid(&self, seq: &Sequence, te: &TrackEvent) -> u64 {
@@ -1368,7 +1367,7 @@ impl State {
     pub fn finish(mut self, ctx: &mut ImportCtx) -> Result<()> {
         self.tracks.define_rest(ctx.defs);
         self.android.finish(ctx)?;
-        let kept = self.ordered.drain();
+        let kept = self.ordered.drain()?;
         self.match_kept(ctx, kept)?;
         let open = self.slices.drain();
         if !open.is_empty() {

@@ -1,16 +1,15 @@
 //! Flow points gathered during the import and paired at the end, in time order as trace
 //! processor pairs them: a flow id on an event begins the flow when it is not active and steps
 //! it otherwise, a terminating id ends it; legacy flow events and bind ids say their role.
-//! Points wait in sorted runs on disk beyond [`RUN`] of them, and chains are emitted as they
-//! complete, so memory holds one run and the open chains whatever the number of flows.
+//! Points wait in sorted runs on disk beyond [`RUN`] bytes of them ([`Runs`]), and chains are emitted
+//! as they complete, so memory holds one run and the open chains whatever the number of flows.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io;
 
 use rustc_hash::FxHashMap;
 use tracex_ir::{Event, FlowBind, FlowPoint, FlowRole, ImportCtx, Result, StrId, TrackId};
+
+use super::runs::{Record, Runs};
 
 /// What identifies a flow: a flow id (the v2 space, shared with legacy bind ids), or a legacy
 /// flow event's (id, category, name).
@@ -50,27 +49,20 @@ pub struct Unpaired {
     pub end_without_start: u64,
 }
 
-/// Points held in memory before they go, sorted, to a temporary file as a run: 16 MiB of them.
-/// Flows of a million kernels held every point (and every paired event) to the end, 410 MB.
-const RUN: usize = 1 << 18;
+/// Bytes of points (48 each) held in memory before they go, sorted, to a temporary file as a
+/// run. Flows of a million kernels held every point (and every paired event) to the end, 410 MB.
+const RUN: usize = 16 << 20;
 
-/// Runs of one size merged into one of the next size once there are this many: the runs open
-/// at the end stay few (at most this many per size) whatever the number of points, and each
-/// point is written once per size.
-const FAN_IN: usize = 16;
-
-/// A sorted run on disk and its size (0: written from memory; n + 1: merged from runs of n).
-type Run = (u32, BufReader<File>);
-
-/// The flow points of an import: the latest in memory, the earlier ones in sorted runs on disk,
-/// all merged in time order at the end. Memory: one run's points and the open chains.
+/// The flow points of an import, sorted by time with bounded memory ([`Runs`]) and paired at
+/// the end.
 pub struct FlowPoints {
-    points: Vec<(u64, Pt)>,
-    runs: Vec<Run>,
+    points: Runs<Arrived>,
     pushed: u64,
-    /// Points per run ([`RUN`]; fewer in tests).
-    run: usize,
 }
+
+/// A point and its arrival number, in the order points are paired: by time, then as they came.
+#[derive(Debug, PartialEq)]
+struct Arrived(u64, Pt);
 
 impl Default for FlowPoints {
     fn default() -> Self {
@@ -81,42 +73,14 @@ impl Default for FlowPoints {
 impl FlowPoints {
     fn with_run(run: usize) -> Self {
         FlowPoints {
-            points: Vec::new(),
-            runs: Vec::new(),
+            points: Runs::new(run, "to pair flow points"),
             pushed: 0,
-            run: run.max(1),
         }
     }
 
     pub fn push(&mut self, p: Pt) -> io::Result<()> {
-        self.points.push((self.pushed, p));
         self.pushed += 1;
-        if self.points.len() >= self.run {
-            self.spill()?;
-        }
-        Ok(())
-    }
-
-    /// Writes the points in memory to a temporary file, sorted; merges the last [`FAN_IN`] runs
-    /// into one while they are of one size.
-    fn spill(&mut self) -> io::Result<()> {
-        sort(&mut self.points);
-        let run = write_run(self.points.drain(..).map(Ok))?;
-        self.runs.push((0, run));
-        while let Some(size) = self.full_size() {
-            let group = self.runs.split_off(self.runs.len() - FAN_IN);
-            let mut merged = Merge::new(group.into_iter().map(|(_, r)| r).collect(), Vec::new())?;
-            let run = write_run(std::iter::from_fn(|| merged.next().transpose()))?;
-            self.runs.push((size + 1, run));
-        }
-        Ok(())
-    }
-
-    /// The size of the last [`FAN_IN`] runs, when they are all of it.
-    fn full_size(&self) -> Option<u32> {
-        let last = self.runs.get(self.runs.len().checked_sub(FAN_IN)?..)?;
-        let size = last[0].0;
-        last.iter().all(|r| r.0 == size).then_some(size)
+        self.points.push(&Arrived(self.pushed, p))
     }
 
     /// Pairs every point into complete chains (a chain left without an end ends at its last
@@ -126,89 +90,17 @@ impl FlowPoints {
         ctx: &mut ImportCtx,
         default: (Option<StrId>, Option<StrId>),
     ) -> Result<Unpaired> {
-        let FlowPoints {
-            mut points, runs, ..
-        } = self;
-        sort(&mut points);
         let mut pairing = Pairing {
             active: FxHashMap::default(),
             lost: Unpaired::default(),
             default,
         };
-        let mut merged = Merge::new(runs.into_iter().map(|(_, r)| r).collect(), points)?;
-        while let Some((_, p)) = merged.next()? {
+        let mut points = self.points.sorted()?;
+        while let Some(Arrived(_, p)) = points.next()? {
             pairing.point(ctx, p)?;
         }
         pairing.finish(ctx)
     }
-}
-
-/// A new temporary file holding `points`, rewound.
-fn write_run(points: impl Iterator<Item = io::Result<(u64, Pt)>>) -> io::Result<BufReader<File>> {
-    let file = tempfile::tempfile()
-        .map_err(|e| tracex_ir::io::temp_file_error(e, "to pair flow points"))?;
-    let mut w = BufWriter::with_capacity(1 << 16, file);
-    for point in points {
-        let (order, p) = point?;
-        w.write_all(&encode(order, &p))?;
-    }
-    let mut file = w.into_inner().map_err(|e| e.into_error())?;
-    file.seek(SeekFrom::Start(0))?;
-    Ok(BufReader::with_capacity(1 << 16, file))
-}
-
-/// Sorted runs and sorted points in memory, merged by (time, order).
-struct Merge {
-    runs: Vec<BufReader<File>>,
-    /// The next point of each run.
-    next: Vec<Option<(u64, Pt)>>,
-    /// The runs by their next point's (time, order).
-    heads: BinaryHeap<Reverse<(i64, u64, usize)>>,
-    memory: std::iter::Peekable<std::vec::IntoIter<(u64, Pt)>>,
-}
-
-impl Merge {
-    fn new(mut runs: Vec<BufReader<File>>, memory: Vec<(u64, Pt)>) -> io::Result<Merge> {
-        let mut heads = BinaryHeap::with_capacity(runs.len());
-        let mut next = Vec::with_capacity(runs.len());
-        for (i, r) in runs.iter_mut().enumerate() {
-            let p = read(r)?;
-            if let Some((order, p)) = &p {
-                heads.push(Reverse((p.ts, *order, i)));
-            }
-            next.push(p);
-        }
-        Ok(Merge {
-            runs,
-            next,
-            heads,
-            memory: memory.into_iter().peekable(),
-        })
-    }
-
-    fn next(&mut self) -> io::Result<Option<(u64, Pt)>> {
-        let from_run = match (self.heads.peek(), self.memory.peek()) {
-            (Some(&Reverse((ts, order, _))), Some((o, p))) => (ts, order) < (p.ts, *o),
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => return Ok(None),
-        };
-        if !from_run {
-            return Ok(self.memory.next());
-        }
-        let Reverse((_, _, i)) = self.heads.pop().expect("a head");
-        let point = self.next[i].take();
-        self.next[i] = read(&mut self.runs[i])?;
-        if let Some((order, q)) = &self.next[i] {
-            self.heads.push(Reverse((q.ts, *order, i)));
-        }
-        Ok(point)
-    }
-}
-
-/// Sorts points in the order they are paired: by time, then as they came.
-fn sort(points: &mut [(u64, Pt)]) {
-    points.sort_unstable_by_key(|(order, p)| (p.ts, *order));
 }
 
 /// The chains being paired, in time order.
@@ -295,6 +187,27 @@ impl Pairing {
 /// The bytes of a point on disk.
 const RECORD: usize = 48;
 
+impl Record for Arrived {
+    type Key = (i64, u64);
+
+    fn key(&self) -> (i64, u64) {
+        (self.1.ts, self.0)
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&encode(self.0, &self.1));
+    }
+
+    fn decode(bytes: &[u8]) -> io::Result<Arrived> {
+        let b = bytes.try_into().map_err(|_| damaged())?;
+        decode(b).map(|(order, p)| Arrived(order, p))
+    }
+}
+
+fn damaged() -> io::Error {
+    io::Error::other("a flow point read back is damaged")
+}
+
 /// A point as a fixed-size record: order, time, flow id, track, the key's category and name,
 /// the point's name and category, and flags saying which are present, the key's kind, how the
 /// point takes part and its binding.
@@ -366,7 +279,7 @@ fn decode(b: &[u8; RECORD]) -> io::Result<(u64, Pt)> {
         2 => How::Role(FlowRole::Start),
         3 => How::Role(FlowRole::Step),
         4 => How::Role(FlowRole::End),
-        _ => return Err(io::Error::other("a flow point read back is damaged")),
+        _ => return Err(damaged()),
     };
     let pt = Pt {
         key,
@@ -380,16 +293,6 @@ fn decode(b: &[u8; RECORD]) -> io::Result<(u64, Pt)> {
         names: (flags & NAMES != 0).then(|| (opt(3, NAME), opt(4, CAT))),
     };
     Ok((u64_at(0), pt))
-}
-
-/// The next point of a run, or `None` at its end.
-fn read(r: &mut BufReader<File>) -> io::Result<Option<(u64, Pt)>> {
-    let mut b = [0u8; RECORD];
-    match r.read_exact(&mut b) {
-        Ok(()) => decode(&b).map(Some),
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(None),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]
@@ -409,7 +312,8 @@ mod tests {
         }
     }
 
-    /// The flow events of pairing `points` with runs of `run` points, and the points lost.
+    /// The flow events of pairing `points` with runs of `run` bytes (48 a point), and the
+    /// points lost.
     fn paired(points: &[Pt], run: usize) -> (Vec<Event>, (u64, u64, u64)) {
         let mut lost = None;
         let trace = Trace::imported(ArgsRead::All, |ctx| {
@@ -436,7 +340,7 @@ mod tests {
             pt(4, How::Ids, 1),
             pt(4, How::Ids, 2),
         ];
-        for run in [1, 2, 3, RUN] {
+        for run in [1, 2 * RECORD, 3 * RECORD, RUN] {
             let (events, lost) = paired(&points, run);
             let roles: Vec<(FlowRole, i64)> = events
                 .iter()
@@ -533,22 +437,8 @@ mod tests {
         let in_memory = paired(&points, RUN);
         assert!(in_memory.0.len() > 1_000, "{}", in_memory.0.len());
         // runs of one point merge in three sizes (16, 256 and 4096 points)
-        for run in [1, 7, 999, 4_999, 5_000] {
+        for run in [1, 7, 999, 4_999, 5_000].map(|n| n * RECORD) {
             assert!(paired(&points, run) == in_memory, "runs of {run}");
         }
-        // 5000 = 4096 + 3 × 256 + 8 × 16 + 8: the runs left open, by size
-        let mut f = FlowPoints::with_run(1);
-        for p in &points {
-            f.push(p.clone()).unwrap();
-        }
-        let sizes: Vec<u32> = f.runs.iter().map(|r| r.0).collect();
-        let want: Vec<u32> = [3]
-            .iter()
-            .chain(&[2; 3])
-            .chain(&[1; 8])
-            .chain(&[0; 8])
-            .copied()
-            .collect();
-        assert_eq!(sizes, want);
     }
 }

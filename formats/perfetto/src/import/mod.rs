@@ -16,6 +16,7 @@ mod clock;
 mod events;
 mod flows;
 mod ordered;
+mod runs;
 mod sequence;
 mod tally;
 mod tracks;

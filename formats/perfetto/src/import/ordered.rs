@@ -1,9 +1,15 @@
 //! Begins and ends matched in time order at the end of the import, for tracks whose file order
 //! is not time order: tracks several sequences write to, legacy async tracks, and atrace
-//! markers (each CPU's ftrace bundle is in time order, the file is not).
+//! markers (each CPU's ftrace bundle is in time order, the file is not). Beyond [`RUN`] bytes
+//! of them they wait in sorted runs on disk ([`Runs`]), so memory stays bounded whatever their
+//! number.
 
-use rustc_hash::FxHashMap;
-use tracex_ir::{Args, Slice, StrId, TrackId};
+use std::io;
+
+use tracex_ir::codec::{self, Decoder};
+use tracex_ir::{Args, Event, Slice, StrId, TrackId};
+
+use super::runs::{Record, Runs, Sorted};
 
 /// The end of a slice, kept until it is matched with its begin.
 pub struct End {
@@ -38,71 +44,219 @@ pub enum Rec {
     End(End),
 }
 
-/// Begins and ends of one track: (time, file order, what).
-pub type Kept = Vec<(i64, u64, Rec)>;
+/// Bytes of begins and ends held in memory, encoded, before a sorted run of them goes to disk.
+/// Two million atrace markers held to the end took 375–391 MB.
+const RUN: usize = 16 << 20;
 
-#[derive(Default)]
+/// A begin or end kept, on its track at its time, with its file order.
+pub struct Kept {
+    pub track: TrackId,
+    pub ts: i64,
+    order: u64,
+    pub rec: Rec,
+}
+
+/// Begins and ends matched in time order at the end, sorted with bounded memory ([`Runs`]).
 pub struct TimeOrdered {
-    tracks: FxHashMap<TrackId, Kept>,
+    kept: Runs<Kept>,
     order: u64,
 }
 
+impl Default for TimeOrdered {
+    fn default() -> Self {
+        TimeOrdered::with_run(RUN)
+    }
+}
+
 impl TimeOrdered {
-    /// A begin or end on `track` at `ts`, matched in time order at the end.
-    pub fn keep(&mut self, track: TrackId, ts: i64, r: Rec) {
-        self.order += 1;
-        self.tracks
-            .entry(track)
-            .or_default()
-            .push((ts, self.order, r));
+    fn with_run(run: usize) -> Self {
+        TimeOrdered {
+            kept: Runs::new(run, "to order begins and ends"),
+            order: 0,
+        }
     }
 
-    /// Every track's begins and ends, tracks in id order, each in time order (file order
+    /// A begin or end on `track` at `ts`, matched in time order at the end.
+    pub fn keep(&mut self, track: TrackId, ts: i64, rec: Rec) -> io::Result<()> {
+        self.order += 1;
+        self.kept.push(&Kept {
+            track,
+            ts,
+            order: self.order,
+            rec,
+        })
+    }
+
+    /// Every begin and end kept so far: by track id, each track's in time order (file order
     /// among equal times).
-    pub fn drain(&mut self) -> Vec<(TrackId, Kept)> {
-        let mut out: Vec<(TrackId, Kept)> = self.tracks.drain().collect();
-        out.sort_by_key(|(t, _)| *t);
-        for (_, recs) in &mut out {
-            // sorted by key, each record moved once: a begin holds a whole slice
-            let mut keys: Vec<(i64, u64, usize)> = (recs.iter().enumerate())
-                .map(|(i, (ts, order, _))| (*ts, *order, i))
-                .collect();
-            if keys.is_sorted() {
-                continue;
+    pub fn drain(&mut self) -> io::Result<Sorted<Kept>> {
+        std::mem::take(self).kept.sorted()
+    }
+}
+
+/// The header of a record on disk: track, time, order, kind (begin, end without or with a
+/// name) and the end's byte offset; the slice (a begin's, or an end's fields as a slice) follows
+/// in the IR codec.
+const HEADER: usize = 29;
+const BEGIN: u8 = 0;
+const END: u8 = 1;
+const NAMED_END: u8 = 2;
+
+impl Record for Kept {
+    type Key = (TrackId, i64, u64);
+
+    fn key(&self) -> Self::Key {
+        (self.track, self.ts, self.order)
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.track.0.to_le_bytes());
+        out.extend_from_slice(&self.ts.to_le_bytes());
+        out.extend_from_slice(&self.order.to_le_bytes());
+        let (kind, at, slice) = match &self.rec {
+            Rec::Begin(s) => (BEGIN, 0, s.clone()),
+            Rec::End(e) => {
+                let slice = Slice {
+                    track: self.track,
+                    ts: e.ts,
+                    dur: None,
+                    name: e.name.unwrap_or(StrId::EMPTY),
+                    cat: e.cat,
+                    args: e.args.clone(),
+                    stack: None,
+                    color: None,
+                    thread_ts: e.thread_time,
+                    thread_dur: e.thread_dur,
+                };
+                (if e.name.is_some() { NAMED_END } else { END }, e.at, slice)
             }
-            keys.sort_unstable();
-            let mut slots: Vec<Option<(i64, u64, Rec)>> = recs.drain(..).map(Some).collect();
-            recs.extend(
-                keys.iter()
-                    .map(|k| slots[k.2].take().expect("each record once")),
-            );
-        }
-        out
+        };
+        out.push(kind);
+        out.extend_from_slice(&at.to_le_bytes());
+        codec::encode(&Event::Slice(slice), 0, out);
+    }
+
+    fn decode(b: &[u8]) -> io::Result<Kept> {
+        let damaged = || io::Error::other("a begin or end read back is damaged");
+        let header = b.get(..HEADER).ok_or_else(damaged)?;
+        let u64_at = |i: usize| u64::from_le_bytes(header[i..i + 8].try_into().expect("8 bytes"));
+        let track = TrackId(u32::from_le_bytes(header[..4].try_into().expect("4 bytes")));
+        let (ts, order, kind, at) = (u64_at(4) as i64, u64_at(12), header[20], u64_at(21));
+        let Ok(Event::Slice(s)) = Decoder::new(&b[HEADER..]).event() else {
+            return Err(damaged());
+        };
+        let rec = match kind {
+            BEGIN => Rec::Begin(s),
+            END | NAMED_END => Rec::End(End {
+                ts: s.ts,
+                name: (kind == NAMED_END).then_some(s.name),
+                cat: s.cat,
+                args: s.args,
+                thread_time: s.thread_ts,
+                thread_dur: s.thread_dur,
+                at,
+            }),
+            _ => return Err(damaged()),
+        };
+        Ok(Kept {
+            track,
+            ts,
+            order,
+            rec,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tracex_ir::{Arg, Value};
+
+    /// (track, time, order) of every record kept, as drained.
+    fn drained(o: &mut TimeOrdered) -> Vec<(TrackId, i64, u64)> {
+        let mut sorted = o.drain().unwrap();
+        let mut got = Vec::new();
+        while let Some(k) = sorted.next().unwrap() {
+            got.push(k.key());
+        }
+        got
+    }
 
     #[test]
     fn records_come_out_by_track_in_time_then_file_order() {
-        let mut o = TimeOrdered::default();
-        let (a, b) = (TrackId(1), TrackId(0));
-        o.keep(a, 30, Rec::End(End::plain(30, 0)));
-        o.keep(a, 10, Rec::Begin(Slice::new(a, 10, 0, StrId::EMPTY)));
-        o.keep(b, 20, Rec::End(End::plain(20, 0)));
-        o.keep(a, 10, Rec::End(End::plain(10, 0)));
-        let got: Vec<(TrackId, Vec<(i64, u64)>)> = o
-            .drain()
-            .iter()
-            .map(|(t, r)| (*t, r.iter().map(|(ts, n, _)| (*ts, *n)).collect()))
-            .collect();
-        // tracks in id order; equal times in file order
-        assert_eq!(
-            got,
-            vec![(b, vec![(20, 3)]), (a, vec![(10, 2), (10, 4), (30, 1)])]
+        for run in [1, 100, RUN] {
+            let mut o = TimeOrdered::with_run(run);
+            let (a, b) = (TrackId(1), TrackId(0));
+            o.keep(a, 30, Rec::End(End::plain(30, 0))).unwrap();
+            o.keep(a, 10, Rec::Begin(Slice::new(a, 10, 0, StrId::EMPTY)))
+                .unwrap();
+            o.keep(b, 20, Rec::End(End::plain(20, 0))).unwrap();
+            o.keep(a, 10, Rec::End(End::plain(10, 0))).unwrap();
+            // tracks in id order; equal times in file order
+            assert_eq!(
+                drained(&mut o),
+                vec![(b, 20, 3), (a, 10, 2), (a, 10, 4), (a, 30, 1)],
+                "runs of {run}"
+            );
+            assert!(drained(&mut o).is_empty());
+        }
+    }
+
+    #[test]
+    fn begins_and_ends_read_back_from_disk_are_those_kept() {
+        let t = TrackId(7);
+        let mut begin = Slice::new(t, -5, 3, StrId(4));
+        begin.dur = None;
+        begin.cat = Some(StrId(9));
+        begin.args = vec![Arg {
+            key: StrId(2),
+            value: Value::str("x"),
+        }];
+        begin.thread_ts = Some(11);
+        let named = End {
+            ts: 1 << 60,
+            name: Some(StrId(3)),
+            cat: None,
+            args: vec![Arg {
+                key: StrId(1),
+                value: Value::Int(-1),
+            }],
+            thread_time: Some(2),
+            thread_dur: Some(8),
+            at: 1234,
+        };
+        let plain = End::plain(0, u64::MAX);
+        let shown = |r: &Rec| match r {
+            Rec::Begin(s) => format!("{s:?}"),
+            Rec::End(e) => format!(
+                "{} {:?} {:?} {:?} {:?} {:?} {}",
+                e.ts, e.name, e.cat, e.args, e.thread_time, e.thread_dur, e.at
+            ),
+        };
+        let recs = [Rec::Begin(begin), Rec::End(named), Rec::End(plain)];
+        let want: Vec<String> = recs.iter().map(shown).collect();
+        let mut o = TimeOrdered::with_run(1);
+        for r in recs {
+            o.keep(t, 0, r).unwrap();
+        }
+        let mut sorted = o.drain().unwrap();
+        let mut got = Vec::new();
+        while let Some(k) = sorted.next().unwrap() {
+            got.push(shown(&k.rec));
+        }
+        assert_eq!(got, want);
+        let mut bytes = Vec::new();
+        Kept::encode(
+            &Kept {
+                track: t,
+                ts: 0,
+                order: 1,
+                rec: Rec::End(End::plain(0, 0)),
+            },
+            &mut bytes,
         );
-        assert!(o.drain().is_empty());
+        bytes[20] = 7;
+        assert!(Kept::decode(&bytes).is_err());
+        assert!(Kept::decode(&bytes[..10]).is_err());
     }
 }
