@@ -2,7 +2,10 @@
 //! of their threads and processes, as trace processor reads them; the process tree's names; GPU
 //! counters. Other ftrace events are counted by kind.
 
+use std::io;
+
 use rustc_hash::FxHashMap;
+use tracex_ir::codec::{self, Decoder};
 use tracex_ir::{
     CounterDef, CounterId, CounterValue, Event, ImportCtx, Instant, Location, NamePriority, Num,
     Process, ProcessId, ProcessKind, Result, Slice, StrId, ThreadId, Track, TrackId, TrackKind,
@@ -11,6 +14,7 @@ use tracex_ir::{
 
 use super::clock::BOOTTIME;
 use super::ordered::{End, Rec, TimeOrdered};
+use super::runs::{Record, Runs};
 use super::sequence::Sequence;
 use super::tally::Tally;
 use super::tracks::TrackMap;
@@ -212,9 +216,8 @@ pub struct Android {
     threads: FxHashMap<i64, ThreadId>,
     /// Async tracks by process and track name.
     async_tracks: FxHashMap<(i64, StrId), TrackId>,
-    /// Async begins and ends in file order, matched by cookie in time order at the end:
-    /// (time, track, cookie, begin).
-    async_points: Vec<(i64, TrackId, i64, Option<Slice>)>,
+    /// Async begins and ends, matched by cookie in time order at the end.
+    async_points: AsyncPoints,
     /// Atrace counters by process and name.
     counters: FxHashMap<(i64, StrId), CounterId>,
     /// GPU devices, and their counters by name.
@@ -503,7 +506,7 @@ impl Android {
                 let mut s = Slice::new(track, ts, 0, ctx.defs.intern(name));
                 let key = ctx.defs.intern("cookie");
                 tracex_ir::defs::set_arg(&mut s.args, key, Value::Int(cookie));
-                self.async_points.push((ts, track, cookie, Some(s)));
+                self.async_points.push(ts, track, cookie, Some(s))?;
             }
             Marker::AsyncEnd {
                 tgid,
@@ -511,7 +514,7 @@ impl Android {
                 cookie,
             } => {
                 let track = self.named_track(ctx, out.tracks, tgid, track);
-                self.async_points.push((ts, track, cookie, None));
+                self.async_points.push(ts, track, cookie, None)?;
             }
             Marker::Instant { tgid, track, name } => {
                 let track = match track {
@@ -668,10 +671,16 @@ impl Android {
     /// Pairs the async begins and ends by cookie, in time order (file order among equal
     /// times: the sort is stable), and pushes the completed slices; the ones left open.
     fn pair_async(&mut self, ctx: &mut ImportCtx) -> Result<Vec<Slice>> {
-        let mut points = std::mem::take(&mut self.async_points);
-        points.sort_by_key(|p| p.0);
+        let mut points = std::mem::take(&mut self.async_points).runs.sorted()?;
         let mut open: FxHashMap<(TrackId, i64), Slice> = FxHashMap::default();
-        for (ts, track, cookie, begin) in points {
+        while let Some(AsyncPoint {
+            ts,
+            track,
+            cookie,
+            begin,
+            ..
+        }) = points.next()?
+        {
             match begin {
                 // a begin while one with its cookie is open is ignored, as trace processor
                 // does (Android's wakelocks send several)
@@ -731,9 +740,116 @@ impl Android {
     }
 }
 
+/// Async begins and ends of atrace markers in file order, sorted by time with bounded memory
+/// ([`Runs`]) at the end.
+struct AsyncPoints {
+    runs: Runs<AsyncPoint>,
+    order: u64,
+}
+
+impl Default for AsyncPoints {
+    fn default() -> Self {
+        AsyncPoints {
+            runs: Runs::new(16 << 20, "to pair async begins and ends"),
+            order: 0,
+        }
+    }
+}
+
+impl AsyncPoints {
+    fn push(&mut self, ts: i64, track: TrackId, cookie: i64, begin: Option<Slice>) -> Result<()> {
+        self.order += 1;
+        let p = AsyncPoint {
+            ts,
+            order: self.order,
+            track,
+            cookie,
+            begin,
+        };
+        Ok(self.runs.push(&p)?)
+    }
+}
+
+/// An async begin (its slice) or end, by cookie on its track; in time order, then file order.
+struct AsyncPoint {
+    ts: i64,
+    order: u64,
+    track: TrackId,
+    cookie: i64,
+    begin: Option<Slice>,
+}
+
+impl Record for AsyncPoint {
+    type Key = (i64, u64);
+
+    fn key(&self) -> (i64, u64) {
+        (self.ts, self.order)
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.ts.to_le_bytes());
+        out.extend_from_slice(&self.order.to_le_bytes());
+        out.extend_from_slice(&self.track.0.to_le_bytes());
+        out.extend_from_slice(&self.cookie.to_le_bytes());
+        if let Some(s) = &self.begin {
+            codec::encode(&Event::Slice(s.clone()), 0, out);
+        }
+    }
+
+    fn decode(b: &[u8]) -> io::Result<AsyncPoint> {
+        let damaged = || io::Error::other("an async begin or end read back is damaged");
+        let header = b.get(..28).ok_or_else(damaged)?;
+        let u64_at = |i: usize| u64::from_le_bytes(header[i..i + 8].try_into().expect("8 bytes"));
+        let begin = match &b[28..] {
+            [] => None,
+            slice => match Decoder::new(slice).event() {
+                Ok(Event::Slice(s)) => Some(s),
+                _ => return Err(damaged()),
+            },
+        };
+        Ok(AsyncPoint {
+            ts: u64_at(0) as i64,
+            order: u64_at(8),
+            track: TrackId(u32::from_le_bytes(header[16..20].try_into().expect("4"))),
+            cookie: u64_at(20) as i64,
+            begin,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn async_points_come_back_from_disk_in_time_then_file_order() {
+        let mut begin = Slice::new(TrackId(3), 50, 0, StrId(2));
+        tracex_ir::defs::set_arg(&mut begin.args, StrId(1), Value::Int(-7));
+        let mut points = AsyncPoints {
+            runs: Runs::new(1, "to test"),
+            order: 0,
+        };
+        points
+            .push(50, TrackId(3), -7, Some(begin.clone()))
+            .unwrap();
+        points.push(10, TrackId(3), -7, None).unwrap();
+        points.push(50, TrackId(4), i64::MIN, None).unwrap();
+        let mut sorted = points.runs.sorted().unwrap();
+        let mut got = Vec::new();
+        while let Some(p) = sorted.next().unwrap() {
+            got.push((p.ts, p.order, p.track, p.cookie, p.begin));
+        }
+        assert_eq!(
+            got,
+            vec![
+                (10, 2, TrackId(3), -7, None),
+                (50, 1, TrackId(3), -7, Some(begin)),
+                (50, 3, TrackId(4), i64::MIN, None),
+            ]
+        );
+        assert!(AsyncPoint::decode(&[0; 27]).is_err());
+        assert!(AsyncPoint::decode(&[9; 29]).is_err());
+    }
 
     #[test]
     fn atrace_markers_parse_as_trace_processor_reads_them() {
