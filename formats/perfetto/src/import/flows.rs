@@ -1,8 +1,9 @@
 //! Flow points gathered during the import and paired at the end, in time order as trace
 //! processor pairs them: a flow id on an event begins the flow when it is not active and steps
 //! it otherwise, a terminating id ends it; legacy flow events and bind ids say their role.
-//! Points wait in sorted runs on disk beyond [`RUN`] bytes of them ([`Runs`]), and chains are emitted
-//! as they complete, so memory holds one run and the open chains whatever the number of flows.
+//! Points wait in sorted runs on disk beyond [`RUN`] bytes of them ([`Runs`]), and chains are
+//! emitted as they complete, so memory holds one run and the open chains whatever the number of
+//! flows.
 
 use std::io;
 
