@@ -24,14 +24,14 @@ pub fn put_i64(out: &mut Vec<u8>, v: i64) {
     put_u64(out, ((v << 1) ^ (v >> 63)) as u64);
 }
 
-fn put_opt_u32(out: &mut Vec<u8>, v: Option<u32>) {
+pub fn put_opt_u32(out: &mut Vec<u8>, v: Option<u32>) {
     match v {
         None => out.push(0),
         Some(x) => put_u64(out, x as u64 + 1),
     }
 }
 
-fn put_opt_i64(out: &mut Vec<u8>, v: Option<i64>) {
+pub fn put_opt_i64(out: &mut Vec<u8>, v: Option<i64>) {
     match v {
         None => out.push(0),
         Some(x) => {
@@ -46,7 +46,7 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-fn put_args(out: &mut Vec<u8>, args: &Args) {
+pub fn put_args(out: &mut Vec<u8>, args: &Args) {
     put_u64(out, args.len() as u64);
     for a in args {
         put_u64(out, a.key.0 as u64);
@@ -85,23 +85,27 @@ fn put_args(out: &mut Vec<u8>, args: &Args) {
     }
 }
 
+/// Appends the encoding of `s` to `out`, as [`encode`] would of it as an event: a record that
+/// keeps a slice encodes it without a copy, and [`Decoder::slice`] reads it back.
+pub fn encode_slice(s: &Slice, base: i64, out: &mut Vec<u8>) {
+    out.push(0);
+    put_u64(out, s.track.0 as u64);
+    put_i64(out, s.ts.wrapping_sub(base));
+    put_opt_i64(out, s.dur);
+    put_u64(out, s.name.0 as u64);
+    put_opt_u32(out, s.cat.map(|c| c.0));
+    put_opt_u32(out, s.stack.map(|c| c.0));
+    put_opt_u32(out, s.color.map(|c| c.0));
+    put_opt_i64(out, s.thread_ts);
+    put_opt_i64(out, s.thread_dur);
+    put_args(out, &s.args);
+}
+
 /// Appends the encoding of `ev` to `out`.
 pub fn encode(ev: &Event, base: i64, out: &mut Vec<u8>) {
     let time = |out: &mut Vec<u8>, ts: i64| put_i64(out, ts.wrapping_sub(base));
     match ev {
-        Event::Slice(s) => {
-            out.push(0);
-            put_u64(out, s.track.0 as u64);
-            time(out, s.ts);
-            put_opt_i64(out, s.dur);
-            put_u64(out, s.name.0 as u64);
-            put_opt_u32(out, s.cat.map(|c| c.0));
-            put_opt_u32(out, s.stack.map(|c| c.0));
-            put_opt_u32(out, s.color.map(|c| c.0));
-            put_opt_i64(out, s.thread_ts);
-            put_opt_i64(out, s.thread_dur);
-            put_args(out, &s.args);
-        }
+        Event::Slice(s) => encode_slice(s, base, out),
         Event::Instant(i) => {
             out.push(1);
             put_u64(out, i.track.0 as u64);
@@ -253,7 +257,7 @@ impl<'a> Decoder<'a> {
         u32::try_from(self.u64()?).map_err(|_| corrupt())
     }
 
-    fn opt_u32(&mut self) -> Result<Option<u32>> {
+    pub fn opt_u32(&mut self) -> Result<Option<u32>> {
         Ok(match self.u64()? {
             0 => None,
             v => Some(u32::try_from(v - 1).map_err(|_| corrupt())?),
@@ -264,7 +268,7 @@ impl<'a> Decoder<'a> {
         Ok(self.opt_i64()?.map(|t| t.wrapping_add(self.base)))
     }
 
-    fn opt_i64(&mut self) -> Result<Option<i64>> {
+    pub fn opt_i64(&mut self) -> Result<Option<i64>> {
         Ok(match self.byte()? {
             0 => None,
             _ => Some(self.i64()?),
@@ -286,7 +290,7 @@ impl<'a> Decoder<'a> {
         Ok(Box::from(std::str::from_utf8(b).map_err(|_| corrupt())?))
     }
 
-    fn args(&mut self) -> Result<Args> {
+    pub fn args(&mut self) -> Result<Args> {
         let n = self.u64()? as usize;
         let mut args = Args::with_capacity(n);
         for _ in 0..n {
@@ -343,21 +347,34 @@ impl<'a> Decoder<'a> {
         })
     }
 
+    /// Decodes one slice, written by [`encode_slice`] (or [`encode`] of a slice event); any other
+    /// event is an error.
+    pub fn slice(&mut self) -> Result<Slice> {
+        match self.byte()? {
+            0 => self.slice_fields(),
+            _ => Err(corrupt()),
+        }
+    }
+
+    fn slice_fields(&mut self) -> Result<Slice> {
+        Ok(Slice {
+            track: TrackId(self.u32()?),
+            ts: self.time()?,
+            dur: self.opt_i64()?,
+            name: StrId(self.u32()?),
+            cat: self.opt_u32()?.map(StrId),
+            stack: self.opt_u32()?.map(StackId),
+            color: self.opt_u32()?.map(StrId),
+            thread_ts: self.opt_i64()?,
+            thread_dur: self.opt_i64()?,
+            args: self.args()?,
+        })
+    }
+
     /// Decodes one event.
     pub fn event(&mut self) -> Result<Event> {
         Ok(match self.byte()? {
-            0 => Event::Slice(Slice {
-                track: TrackId(self.u32()?),
-                ts: self.time()?,
-                dur: self.opt_i64()?,
-                name: StrId(self.u32()?),
-                cat: self.opt_u32()?.map(StrId),
-                stack: self.opt_u32()?.map(StackId),
-                color: self.opt_u32()?.map(StrId),
-                thread_ts: self.opt_i64()?,
-                thread_dur: self.opt_i64()?,
-                args: self.args()?,
-            }),
+            0 => Event::Slice(self.slice_fields()?),
             1 => Event::Instant(Instant {
                 track: TrackId(self.u32()?),
                 ts: self.time()?,
@@ -551,5 +568,41 @@ mod tests {
         encode(&slice, 1_712_195_495_000_000_000, &mut near);
         encode(&slice, 0, &mut far);
         assert_eq!(far.len() - near.len(), 4);
+    }
+
+    #[test]
+    fn a_slice_encodes_as_its_event_and_reads_back_alone() {
+        let mut s = Slice::new(TrackId(3), 1_000, 10, StrId(7));
+        s.color = Some(StrId(4));
+        s.thread_dur = Some(3);
+        s.args = vec![Arg {
+            key: StrId(1),
+            value: Value::str("x"),
+        }];
+        let event = Event::Slice(s.clone());
+        let (mut alone, mut as_event) = (Vec::new(), Vec::new());
+        encode_slice(&s, 900, &mut alone);
+        encode(&event, 900, &mut as_event);
+        assert_eq!(alone, as_event);
+        let mut d = Decoder::with_base(&alone, 900);
+        assert_eq!(d.slice().unwrap(), s);
+        assert!(d.at_end());
+        assert_eq!(Decoder::with_base(&alone, 900).event().unwrap(), event);
+        // another event where a slice is expected, or a slice cut short, is an error
+        let mut counter = Vec::new();
+        let value = Num::Int(1);
+        encode(
+            &Event::Counter(CounterValue {
+                counter: CounterId(0),
+                ts: 0,
+                value,
+            }),
+            0,
+            &mut counter,
+        );
+        assert!(Decoder::new(&counter).slice().is_err());
+        assert!(Decoder::with_base(&alone[..alone.len() - 1], 900)
+            .slice()
+            .is_err());
     }
 }

@@ -792,7 +792,7 @@ impl Record for AsyncPoint {
         out.extend_from_slice(&self.track.0.to_le_bytes());
         out.extend_from_slice(&self.cookie.to_le_bytes());
         if let Some(s) = &self.begin {
-            codec::encode(&Event::Slice(s.clone()), 0, out);
+            codec::encode_slice(s, 0, out);
         }
     }
 
@@ -802,10 +802,7 @@ impl Record for AsyncPoint {
         let u64_at = |i: usize| u64::from_le_bytes(header[i..i + 8].try_into().expect("8 bytes"));
         let begin = match &b[28..] {
             [] => None,
-            slice => match Decoder::new(slice).event() {
-                Ok(Event::Slice(s)) => Some(s),
-                _ => return Err(damaged()),
-            },
+            slice => Some(Decoder::new(slice).slice().map_err(|_| damaged())?),
         };
         Ok(AsyncPoint {
             ts: u64_at(0) as i64,

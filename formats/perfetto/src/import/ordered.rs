@@ -7,7 +7,7 @@
 use std::io;
 
 use tracex_ir::codec::{self, Decoder};
-use tracex_ir::{Args, Event, Slice, StrId, TrackId};
+use tracex_ir::{Args, Slice, StrId, TrackId};
 
 use super::runs::{Record, Runs, Sorted};
 
@@ -94,13 +94,11 @@ impl TimeOrdered {
     }
 }
 
-/// The header of a record on disk: track, time, order, kind (begin, end without or with a
-/// name) and the end's byte offset; the slice (a begin's, or an end's fields as a slice) follows
-/// in the IR codec.
+/// The header of a record on disk: track, time, order, kind (begin or end) and the end's byte
+/// offset; a begin's slice follows in the IR codec, or an end's fields in its varints.
 const HEADER: usize = 29;
 const BEGIN: u8 = 0;
 const END: u8 = 1;
-const NAMED_END: u8 = 2;
 
 impl Record for Kept {
     type Key = (TrackId, i64, u64);
@@ -113,27 +111,23 @@ impl Record for Kept {
         out.extend_from_slice(&self.track.0.to_le_bytes());
         out.extend_from_slice(&self.ts.to_le_bytes());
         out.extend_from_slice(&self.order.to_le_bytes());
-        let (kind, at, slice) = match &self.rec {
-            Rec::Begin(s) => (BEGIN, 0, s.clone()),
-            Rec::End(e) => {
-                let slice = Slice {
-                    track: self.track,
-                    ts: e.ts,
-                    dur: None,
-                    name: e.name.unwrap_or(StrId::EMPTY),
-                    cat: e.cat,
-                    args: e.args.clone(),
-                    stack: None,
-                    color: None,
-                    thread_ts: e.thread_time,
-                    thread_dur: e.thread_dur,
-                };
-                (if e.name.is_some() { NAMED_END } else { END }, e.at, slice)
+        match &self.rec {
+            Rec::Begin(s) => {
+                out.push(BEGIN);
+                out.extend_from_slice(&0u64.to_le_bytes());
+                codec::encode_slice(s, 0, out);
             }
-        };
-        out.push(kind);
-        out.extend_from_slice(&at.to_le_bytes());
-        codec::encode(&Event::Slice(slice), 0, out);
+            Rec::End(e) => {
+                out.push(END);
+                out.extend_from_slice(&e.at.to_le_bytes());
+                codec::put_i64(out, e.ts);
+                codec::put_opt_u32(out, e.name.map(|n| n.0));
+                codec::put_opt_u32(out, e.cat.map(|c| c.0));
+                codec::put_opt_i64(out, e.thread_time);
+                codec::put_opt_i64(out, e.thread_dur);
+                codec::put_args(out, &e.args);
+            }
+        }
     }
 
     fn decode(b: &[u8]) -> io::Result<Kept> {
@@ -142,22 +136,10 @@ impl Record for Kept {
         let u64_at = |i: usize| u64::from_le_bytes(header[i..i + 8].try_into().expect("8 bytes"));
         let track = TrackId(u32::from_le_bytes(header[..4].try_into().expect("4 bytes")));
         let (ts, order, kind, at) = (u64_at(4) as i64, u64_at(12), header[20], u64_at(21));
-        let Ok(Event::Slice(s)) = Decoder::new(&b[HEADER..]).event() else {
+        if kind != BEGIN && kind != END {
             return Err(damaged());
-        };
-        let rec = match kind {
-            BEGIN => Rec::Begin(s),
-            END | NAMED_END => Rec::End(End {
-                ts: s.ts,
-                name: (kind == NAMED_END).then_some(s.name),
-                cat: s.cat,
-                args: s.args,
-                thread_time: s.thread_ts,
-                thread_dur: s.thread_dur,
-                at,
-            }),
-            _ => return Err(damaged()),
-        };
+        }
+        let rec = decode_rec(kind, at, &mut Decoder::new(&b[HEADER..])).map_err(|_| damaged())?;
         Ok(Kept {
             track,
             ts,
@@ -165,6 +147,22 @@ impl Record for Kept {
             rec,
         })
     }
+}
+
+/// A begin's slice, or an end's fields, after the header.
+fn decode_rec(kind: u8, at: u64, d: &mut Decoder) -> tracex_ir::Result<Rec> {
+    if kind == BEGIN {
+        return Ok(Rec::Begin(d.slice()?));
+    }
+    Ok(Rec::End(End {
+        ts: d.i64()?,
+        name: d.opt_u32()?.map(StrId),
+        cat: d.opt_u32()?.map(StrId),
+        thread_time: d.opt_i64()?,
+        thread_dur: d.opt_i64()?,
+        args: d.args()?,
+        at,
+    }))
 }
 
 #[cfg(test)]
