@@ -12,7 +12,8 @@
 //! order when the table is stored in time order) and, for one call, in GPU rowid order. Values
 //! that are not integers or NULL are kept as they are (they only name what is wrong).
 //! Memory: 76 bytes per GPU row (its cells and its place in the order; up to 24 more while the
-//! order is sorted), and 40 per API call for a table far from time order (a few thousand calls
+//! order is sorted, and 72 more while rows stored far from that order are copied into it), and
+//! 40 per API call for a table far from time order (a few thousand calls
 //! at most for one close to it).
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
@@ -115,8 +116,9 @@ const G_CORR: usize = 7;
 /// API columns read: rowid, start, globalTid, correlationId.
 const A: usize = 4;
 
-/// The GPU rows in storage order, their order by (process, correlation id, rowid), and per
-/// process where the rows of each correlation id start in that order.
+/// The GPU rows in storage order and their order by (process, correlation id, rowid), or the
+/// rows in that order (`order` empty) when storage is far from it; and per process where the
+/// rows of each correlation id start in that order.
 pub struct GpuIndex {
     cells: Cells<G>,
     order: Vec<u32>,
@@ -153,7 +155,12 @@ impl GpuIndex {
                 format!("table {} has too many rows for the launch join", g.name),
             ));
         }
-        let (order, groups) = sorted_order(&cells.rows);
+        let (mut order, groups) = sorted_order(&cells.rows);
+        if far_from_storage(&order) {
+            // one pass of independent loads here, where the join would miss on every row
+            cells.rows = order.iter().map(|&i| cells.rows[i as usize]).collect();
+            order = Vec::new();
+        }
         let by_process = groups
             .into_iter()
             .map(|g| {
@@ -176,14 +183,35 @@ impl GpuIndex {
     /// The rows of (`process`, `corr`), in rowid order.
     fn find(&self, process: i64, corr: i64) -> impl Iterator<Item = usize> + '_ {
         let first = self.by_process.get(&process).and_then(|m| m.get(corr));
-        let from = first.map_or(self.order.len(), |f| f as usize);
         let rows = &self.cells.rows;
-        (self.order[from..].iter())
-            .map(|&k| k as usize)
+        let from = first.map_or(rows.len(), |f| f as usize);
+        let order = &self.order;
+        (from..rows.len())
+            .map(move |p| {
+                if order.is_empty() {
+                    p
+                } else {
+                    order[p] as usize
+                }
+            })
             .take_while(move |&k| {
                 rows[k].0[G_CORR] == corr && process_of(rows[k].0[G_PID]) == process
             })
     }
+}
+
+/// Steps of the index's order that land further than this many rows from the last.
+const NEAR_ROWS: u32 = 64;
+
+/// Whether the index's order jumps around storage on a quarter of its steps or more: rows
+/// stored in no useful order (shuffled). Tables in time order jump on a few percent of steps
+/// (kernels of several streams); there the rows stay in place, which saves a copy of them.
+fn far_from_storage(order: &[u32]) -> bool {
+    let far = order
+        .windows(2)
+        .filter(|w| w[0].abs_diff(w[1]) > NEAR_ROWS)
+        .count();
+    far > order.len() / 4
 }
 
 /// A GPU row of the index.
@@ -209,7 +237,9 @@ struct Group {
 /// with little work: grouped by process (few), each group sorted ([`sort_group`]). The rows
 /// stay where they are: sorting the 72-byte rows by a three-part key was 13% of the index
 /// thread (callgrind), and moving them along the order cost a cache miss per row at 1M rows;
-/// the join reads them in launch order, close to storage order.
+/// the join reads them in launch order, close to storage order. Unless storage is far from it
+/// ([`far_from_storage`]): then the join missed on every row, and the rows are copied into
+/// the order once.
 fn sorted_order(rows: &[GpuRow]) -> (Vec<u32>, Vec<Group>) {
     let mut members: Vec<(i64, Vec<u32>)> = Vec::new();
     for (i, r) in rows.iter().enumerate() {
@@ -621,6 +651,61 @@ mod tests {
         assert!(matches!(*orders.order(&conn, &check), Order::Near(_)));
         let (want, got) = both_joins(&conn, &orders);
         assert_eq!(got.len(), 200 - 12);
+        assert_eq!(got, want);
+    }
+
+    /// GPU rows stored in no useful order are copied into the index's order, and the join still
+    /// gives what the SQL join gave: two processes reusing ids, graph launches of three kernels
+    /// (their rows far apart), calls shuffled too.
+    #[test]
+    fn a_shuffled_gpu_table_matches_the_sql_join() {
+        let conn = empty_tables();
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let shuffled = |n: usize, next: &mut dyn FnMut(u64) -> u64| {
+            let mut v: Vec<usize> = (0..n).collect();
+            for i in (1..n).rev() {
+                v.swap(i, next(i as u64 + 1) as usize);
+            }
+            v
+        };
+        let calls = 1500;
+        let kernels: Vec<(i64, i64)> = (0..calls as i64)
+            .flat_map(|i| {
+                let copies = if i % 50 == 0 { 3 } else { 1 };
+                (0..copies).map(move |_| ((1 + i % 2) << 24, i / 2 + 1))
+            })
+            .collect();
+        for k in shuffled(kernels.len(), &mut next) {
+            let (pid, corr) = kernels[k];
+            conn.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?1, ?1 + 5, 0, 1, 7, ?2, ?3)",
+                rusqlite::params![k as i64 * 10 + 5000, pid, corr],
+            )
+            .unwrap();
+        }
+        for i in shuffled(calls, &mut next) {
+            let (tid, corr) = (((1 + i as i64 % 2) << 24) | 3, i as i64 / 2 + 1);
+            conn.execute(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?1, ?1 + 10, 0, ?2, ?3)",
+                rusqlite::params![i as i64 * 10, tid, corr],
+            )
+            .unwrap();
+        }
+        let schema = Schema::probe(&conn, &tracex_ir::Location::Nowhere).unwrap();
+        let g = schema.table("CUPTI_ACTIVITY_KIND_KERNEL").unwrap();
+        let index = GpuIndex::load(&conn, &g).unwrap();
+        assert!(
+            index.order.is_empty(),
+            "the rows were copied into the order"
+        );
+        let (want, got) = both_joins(&conn, &Orders::default());
+        assert_eq!(got.len(), kernels.len());
         assert_eq!(got, want);
     }
 
