@@ -184,6 +184,10 @@ impl<S: Stage> FlowBinder<S> {
 impl<S: Stage> FlowBinder<S> {
     /// Gives the points of `root` waiting for their next slice the slice `[ts…]` on `track`.
     fn resolve(&mut self, root: TrackId, ts: Ts, track: TrackId) {
+        // most inputs bind no point to its next slice: no lookup for every slice then
+        if self.waiting.is_empty() {
+            return;
+        }
         let Some(positions) = self.waiting.remove(&root) else {
             return;
         };
