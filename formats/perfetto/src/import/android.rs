@@ -14,7 +14,7 @@ use tracex_ir::{
 
 use super::clock::BOOTTIME;
 use super::ordered::{End, Rec, TimeOrdered};
-use super::runs::{Record, Runs};
+use super::runs::{Fields, Record, Runs, RUN_BYTES};
 use super::sequence::Sequence;
 use super::tally::Tally;
 use super::tracks::TrackMap;
@@ -750,7 +750,7 @@ struct AsyncPoints {
 impl Default for AsyncPoints {
     fn default() -> Self {
         AsyncPoints {
-            runs: Runs::new(16 << 20, "to pair async begins and ends"),
+            runs: Runs::new(RUN_BYTES, "to pair async begins and ends"),
             order: 0,
         }
     }
@@ -798,17 +798,21 @@ impl Record for AsyncPoint {
 
     fn decode(b: &[u8]) -> io::Result<AsyncPoint> {
         let damaged = || io::Error::other("an async begin or end read back is damaged");
-        let header = b.get(..28).ok_or_else(damaged)?;
-        let u64_at = |i: usize| u64::from_le_bytes(header[i..i + 8].try_into().expect("8 bytes"));
-        let begin = match &b[28..] {
+        let mut f = Fields::new(b);
+        let (Some(ts), Some(order), Some(track), Some(cookie)) =
+            (f.i64(), f.u64(), f.u32(), f.i64())
+        else {
+            return Err(damaged());
+        };
+        let begin = match f.rest() {
             [] => None,
             slice => Some(Decoder::new(slice).slice().map_err(|_| damaged())?),
         };
         Ok(AsyncPoint {
-            ts: u64_at(0) as i64,
-            order: u64_at(8),
-            track: TrackId(u32::from_le_bytes(header[16..20].try_into().expect("4"))),
-            cookie: u64_at(20) as i64,
+            ts,
+            order,
+            track: TrackId(track),
+            cookie,
             begin,
         })
     }

@@ -1,7 +1,7 @@
 //! Flow points gathered during the import and paired at the end, in time order as trace
 //! processor pairs them: a flow id on an event begins the flow when it is not active and steps
 //! it otherwise, a terminating id ends it; legacy flow events and bind ids say their role.
-//! Points wait in sorted runs on disk beyond [`RUN`] bytes of them ([`Runs`]), and chains are
+//! Points wait in sorted runs on disk beyond [`RUN_BYTES`] bytes of them ([`Runs`]), and chains are
 //! emitted as they complete, so memory holds one run and the open chains whatever the number of
 //! flows.
 
@@ -10,7 +10,7 @@ use std::io;
 use rustc_hash::FxHashMap;
 use tracex_ir::{Event, FlowBind, FlowPoint, FlowRole, ImportCtx, Result, StrId, TrackId};
 
-use super::runs::{Record, Runs};
+use super::runs::{Record, Runs, RUN_BYTES};
 
 /// What identifies a flow: a flow id (the v2 space, shared with legacy bind ids), or a legacy
 /// flow event's (id, category, name).
@@ -50,10 +50,6 @@ pub struct Unpaired {
     pub end_without_start: u64,
 }
 
-/// Bytes of points (48 each) held in memory before they go, sorted, to a temporary file as a
-/// run. Flows of a million kernels held every point (and every paired event) to the end, 410 MB.
-const RUN: usize = 16 << 20;
-
 /// The flow points of an import, sorted by time with bounded memory ([`Runs`]) and paired at
 /// the end.
 pub struct FlowPoints {
@@ -67,7 +63,9 @@ struct Arrived(u64, Pt);
 
 impl Default for FlowPoints {
     fn default() -> Self {
-        FlowPoints::with_run(RUN)
+        // held to the end, a million kernels' flow points (48 bytes each) and paired events took
+        // 410 MB
+        FlowPoints::with_run(RUN_BYTES)
     }
 }
 
@@ -341,7 +339,7 @@ mod tests {
             pt(4, How::Ids, 1),
             pt(4, How::Ids, 2),
         ];
-        for run in [1, 2 * RECORD, 3 * RECORD, RUN] {
+        for run in [1, 2 * RECORD, 3 * RECORD, RUN_BYTES] {
             let (events, lost) = paired(&points, run);
             let roles: Vec<(FlowRole, i64)> = events
                 .iter()
@@ -435,7 +433,7 @@ mod tests {
                 p
             })
             .collect();
-        let in_memory = paired(&points, RUN);
+        let in_memory = paired(&points, RUN_BYTES);
         assert!(in_memory.0.len() > 1_000, "{}", in_memory.0.len());
         // runs of one point merge in three sizes (16, 256 and 4096 points)
         for run in [1, 7, 999, 4_999, 5_000].map(|n| n * RECORD) {

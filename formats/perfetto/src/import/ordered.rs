@@ -1,6 +1,6 @@
 //! Begins and ends matched in time order at the end of the import, for tracks whose file order
 //! is not time order: tracks several sequences write to, legacy async tracks, and atrace
-//! markers (each CPU's ftrace bundle is in time order, the file is not). Beyond [`RUN`] bytes
+//! markers (each CPU's ftrace bundle is in time order, the file is not). Beyond [`RUN_BYTES`] bytes
 //! of them they wait in sorted runs on disk ([`Runs`]), so memory stays bounded whatever their
 //! number.
 
@@ -9,7 +9,7 @@ use std::io;
 use tracex_ir::codec::{self, Decoder};
 use tracex_ir::{Args, Slice, StrId, TrackId};
 
-use super::runs::{Record, Runs, Sorted};
+use super::runs::{Fields, Record, Runs, Sorted, RUN_BYTES};
 
 /// The end of a slice, kept until it is matched with its begin.
 pub struct End {
@@ -44,10 +44,6 @@ pub enum Rec {
     End(End),
 }
 
-/// Bytes of begins and ends held in memory, encoded, before a sorted run of them goes to disk.
-/// Two million atrace markers held to the end took 375–391 MB.
-const RUN: usize = 16 << 20;
-
 /// A begin or end kept, on its track at its time, with its file order.
 pub struct Kept {
     pub track: TrackId,
@@ -63,8 +59,9 @@ pub struct TimeOrdered {
 }
 
 impl Default for TimeOrdered {
+    /// Two million atrace markers held to the end took 375–391 MB.
     fn default() -> Self {
-        TimeOrdered::with_run(RUN)
+        TimeOrdered::with_run(RUN_BYTES)
     }
 }
 
@@ -94,9 +91,8 @@ impl TimeOrdered {
     }
 }
 
-/// The header of a record on disk: track, time, order, kind (begin or end) and the end's byte
-/// offset; a begin's slice follows in the IR codec, or an end's fields in its varints.
-const HEADER: usize = 29;
+/// A record on disk: track, time, order, kind (begin or end) and the end's byte offset; then a
+/// begin's slice in the IR codec, or an end's fields in its varints.
 const BEGIN: u8 = 0;
 const END: u8 = 1;
 
@@ -132,16 +128,18 @@ impl Record for Kept {
 
     fn decode(b: &[u8]) -> io::Result<Kept> {
         let damaged = || io::Error::other("a begin or end read back is damaged");
-        let header = b.get(..HEADER).ok_or_else(damaged)?;
-        let u64_at = |i: usize| u64::from_le_bytes(header[i..i + 8].try_into().expect("8 bytes"));
-        let track = TrackId(u32::from_le_bytes(header[..4].try_into().expect("4 bytes")));
-        let (ts, order, kind, at) = (u64_at(4) as i64, u64_at(12), header[20], u64_at(21));
+        let mut f = Fields::new(b);
+        let (Some(track), Some(ts), Some(order), Some(kind), Some(at)) =
+            (f.u32(), f.i64(), f.u64(), f.u8(), f.u64())
+        else {
+            return Err(damaged());
+        };
         if kind != BEGIN && kind != END {
             return Err(damaged());
         }
-        let rec = decode_rec(kind, at, &mut Decoder::new(&b[HEADER..])).map_err(|_| damaged())?;
+        let rec = decode_rec(kind, at, &mut Decoder::new(f.rest())).map_err(|_| damaged())?;
         Ok(Kept {
-            track,
+            track: TrackId(track),
             ts,
             order,
             rec,
@@ -182,7 +180,7 @@ mod tests {
 
     #[test]
     fn records_come_out_by_track_in_time_then_file_order() {
-        for run in [1, 100, RUN] {
+        for run in [1, 100, RUN_BYTES] {
             let mut o = TimeOrdered::with_run(run);
             let (a, b) = (TrackId(1), TrackId(0));
             o.keep(a, 30, Rec::End(End::plain(30, 0))).unwrap();

@@ -20,8 +20,48 @@ pub trait Record: Sized {
     fn decode(bytes: &[u8]) -> io::Result<Self>;
 }
 
+/// Bytes of records held in memory, encoded, before a sorted run of them goes to disk.
+pub const RUN_BYTES: usize = 16 << 20;
+
 /// Runs of one size merged into one of the next size once there are this many.
 const FAN_IN: usize = 16;
+
+/// The fixed-width little-endian fields at the head of a record's encoding, read in the order
+/// they were written; `None` where the record is too short.
+pub struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Fields(bytes)
+    }
+
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (head, rest) = self.0.split_first_chunk::<N>()?;
+        self.0 = rest;
+        Some(*head)
+    }
+
+    pub fn u8(&mut self) -> Option<u8> {
+        self.take::<1>().map(|[b]| b)
+    }
+
+    pub fn u32(&mut self) -> Option<u32> {
+        self.take().map(u32::from_le_bytes)
+    }
+
+    pub fn u64(&mut self) -> Option<u64> {
+        self.take().map(u64::from_le_bytes)
+    }
+
+    pub fn i64(&mut self) -> Option<i64> {
+        self.take().map(i64::from_le_bytes)
+    }
+
+    /// What follows the fields read.
+    pub fn rest(&self) -> &'a [u8] {
+        self.0
+    }
+}
 
 /// A sorted run on disk and its size (0: written from memory; n + 1: merged from runs of n).
 type Run = (u32, BufReader<File>);
