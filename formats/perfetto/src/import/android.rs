@@ -490,11 +490,11 @@ impl Android {
                 let track = self.thread_track(ctx, out.tracks, tid, tgid);
                 let name = ctx.defs.intern(name);
                 let begin = Rec::Begin(Slice::new(track, ts, 0, name));
-                out.ordered.keep(track, ts, begin)?;
+                out.ordered.keep(track, begin)?;
             }
             Marker::End { tgid } => {
                 let track = self.thread_track(ctx, out.tracks, tid, tgid);
-                out.ordered.keep(track, ts, Rec::End(End::plain(ts, at)))?;
+                out.ordered.keep(track, Rec::End(End::plain(ts, at)))?;
             }
             Marker::AsyncBegin {
                 tgid,

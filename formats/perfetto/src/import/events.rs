@@ -921,7 +921,7 @@ impl State {
                     }
                     ctx.emit(Event::Slice(s))?;
                 } else if sorted {
-                    self.keep(track, ts, Rec::Begin(s))?;
+                    self.keep(track, Rec::Begin(s))?;
                 } else {
                     self.slices.begin(track, s);
                 }
@@ -946,7 +946,7 @@ impl State {
                 };
                 self.event_flows(ctx.defs, seq, &te, x.as_ref(), track, ts)?;
                 if sorted {
-                    self.keep(track, ts, Rec::End(end))?;
+                    self.keep(track, Rec::End(end))?;
                 } else {
                     match self.slices.end(track, &end) {
                         Some(s) => {
@@ -1128,8 +1128,8 @@ impl State {
     }
 
     /// A begin or end on a track matched in time order at the end.
-    fn keep(&mut self, track: TrackId, ts: i64, r: Rec) -> Result<()> {
-        Ok(self.ordered.keep(track, ts, r)?)
+    fn keep(&mut self, track: TrackId, r: Rec) -> Result<()> {
+        Ok(self.ordered.keep(track, r)?)
     }
 
     fn event_uuid(&self, seq: &Sequence, te: &TrackEvent) -> u64 {

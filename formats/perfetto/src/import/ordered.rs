@@ -44,6 +44,16 @@ pub enum Rec {
     End(End),
 }
 
+impl Rec {
+    /// When the begin or end is: the time it is kept and sorted at.
+    fn ts(&self) -> i64 {
+        match self {
+            Rec::Begin(s) => s.ts,
+            Rec::End(e) => e.ts,
+        }
+    }
+}
+
 /// A begin or end kept, on its track at its time, with its file order.
 pub struct Kept {
     pub track: TrackId,
@@ -73,12 +83,12 @@ impl TimeOrdered {
         }
     }
 
-    /// A begin or end on `track` at `ts`, matched in time order at the end.
-    pub fn keep(&mut self, track: TrackId, ts: i64, rec: Rec) -> io::Result<()> {
+    /// A begin or end on `track`, matched in time order at the end.
+    pub fn keep(&mut self, track: TrackId, rec: Rec) -> io::Result<()> {
         self.order += 1;
         self.kept.push(&Kept {
             track,
-            ts,
+            ts: rec.ts(),
             order: self.order,
             rec,
         })
@@ -92,7 +102,8 @@ impl TimeOrdered {
 }
 
 /// A record on disk: track, time, order, kind (begin or end) and the end's byte offset; then a
-/// begin's slice in the IR codec, or an end's fields in its varints.
+/// begin's slice in the IR codec (its time against the header's, so one byte), or an end's
+/// other fields in its varints (its time is the header's).
 const BEGIN: u8 = 0;
 const END: u8 = 1;
 
@@ -111,12 +122,11 @@ impl Record for Kept {
             Rec::Begin(s) => {
                 out.push(BEGIN);
                 out.extend_from_slice(&0u64.to_le_bytes());
-                codec::encode_slice(s, 0, out);
+                codec::encode_slice(s, self.ts, out);
             }
             Rec::End(e) => {
                 out.push(END);
                 out.extend_from_slice(&e.at.to_le_bytes());
-                codec::put_i64(out, e.ts);
                 codec::put_opt_u32(out, e.name.map(|n| n.0));
                 codec::put_opt_u32(out, e.cat.map(|c| c.0));
                 codec::put_opt_i64(out, e.thread_time);
@@ -137,7 +147,8 @@ impl Record for Kept {
         if kind != BEGIN && kind != END {
             return Err(damaged());
         }
-        let rec = decode_rec(kind, at, &mut Decoder::new(f.rest())).map_err(|_| damaged())?;
+        let rec = decode_rec((kind, ts, at), &mut Decoder::with_base(f.rest(), ts))
+            .map_err(|_| damaged())?;
         Ok(Kept {
             track: TrackId(track),
             ts,
@@ -147,13 +158,13 @@ impl Record for Kept {
     }
 }
 
-/// A begin's slice, or an end's fields, after the header.
-fn decode_rec(kind: u8, at: u64, d: &mut Decoder) -> tracex_ir::Result<Rec> {
+/// A begin's slice, or an end's fields, after the header (of kind, time and offset).
+fn decode_rec((kind, ts, at): (u8, i64, u64), d: &mut Decoder) -> tracex_ir::Result<Rec> {
     if kind == BEGIN {
         return Ok(Rec::Begin(d.slice()?));
     }
     Ok(Rec::End(End {
-        ts: d.i64()?,
+        ts,
         name: d.opt_u32()?.map(StrId),
         cat: d.opt_u32()?.map(StrId),
         thread_time: d.opt_i64()?,
@@ -183,11 +194,11 @@ mod tests {
         for run in [1, 100, RUN_BYTES] {
             let mut o = TimeOrdered::with_run(run);
             let (a, b) = (TrackId(1), TrackId(0));
-            o.keep(a, 30, Rec::End(End::plain(30, 0))).unwrap();
-            o.keep(a, 10, Rec::Begin(Slice::new(a, 10, 0, StrId::EMPTY)))
+            o.keep(a, Rec::End(End::plain(30, 0))).unwrap();
+            o.keep(a, Rec::Begin(Slice::new(a, 10, 0, StrId::EMPTY)))
                 .unwrap();
-            o.keep(b, 20, Rec::End(End::plain(20, 0))).unwrap();
-            o.keep(a, 10, Rec::End(End::plain(10, 0))).unwrap();
+            o.keep(b, Rec::End(End::plain(20, 0))).unwrap();
+            o.keep(a, Rec::End(End::plain(10, 0))).unwrap();
             // tracks in id order; equal times in file order
             assert_eq!(
                 drained(&mut o),
@@ -229,11 +240,14 @@ mod tests {
                 e.ts, e.name, e.cat, e.args, e.thread_time, e.thread_dur, e.at
             ),
         };
-        let recs = [Rec::Begin(begin), Rec::End(named), Rec::End(plain)];
-        let want: Vec<String> = recs.iter().map(shown).collect();
+        // kept out of time order, each read back at its own time (which the header carries)
+        let recs = [Rec::End(named), Rec::Begin(begin), Rec::End(plain)];
+        let mut want: Vec<(i64, String)> = recs.iter().map(|r| (r.ts(), shown(r))).collect();
+        want.sort();
+        let want: Vec<String> = want.into_iter().map(|(_, s)| s).collect();
         let mut o = TimeOrdered::with_run(1);
         for r in recs {
-            o.keep(t, 0, r).unwrap();
+            o.keep(t, r).unwrap();
         }
         let mut sorted = o.drain().unwrap();
         let mut got = Vec::new();
