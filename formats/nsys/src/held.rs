@@ -70,7 +70,22 @@ impl Held {
 
     /// The first held row whose rowid is not below `rowid`.
     pub fn first_at_or_after(&self, rowid: i64) -> usize {
-        self.head + self.rows[self.head..].partition_point(|&(r, _)| r < rowid)
+        let held = &self.rows[self.head..];
+        // Rowids are mostly consecutive (exports delete no rows), so the row is mostly as far
+        // from the first held as its rowid is from that row's: a binary search over thousands
+        // of held rows was a third of the reorder's samples (a 1M-kernel export not in order).
+        if let Some(&(first, _)) = held.first() {
+            if let Some(d) = rowid
+                .checked_sub(first)
+                .and_then(|d| usize::try_from(d).ok())
+            {
+                let first_of_rowid = |d: usize| d == 0 || held[d - 1].0 < rowid;
+                if held.get(d).is_some_and(|&(r, _)| r == rowid) && first_of_rowid(d) {
+                    return self.head + d;
+                }
+            }
+        }
+        self.head + held.partition_point(|&(r, _)| r < rowid)
     }
 
     /// The place of the (first) held row of `rowid`, if one is held.
@@ -108,5 +123,33 @@ impl Held {
 
     pub fn is_empty(&self) -> bool {
         self.head == self.rows.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The guess from consecutive rowids gives what a binary search gives: with gaps,
+    /// repeated rowids (a join gives several rows of one), rowids below and past those held,
+    /// and rows dropped at the front.
+    #[test]
+    fn the_first_row_at_or_after_a_rowid_is_that_of_a_binary_search() {
+        let rowids = [3, 4, 5, 5, 5, 6, 9, 10, 10, 11, 20, 21, 22];
+        for head in 0..rowids.len() {
+            let mut h = Held::new(rowids.len(), 1);
+            h.rows = rowids.iter().map(|&r| (r, false)).collect();
+            h.head = head;
+            for rowid in 0..25 {
+                let want = head + rowids[head..].partition_point(|&r| r < rowid);
+                assert_eq!(
+                    h.first_at_or_after(rowid),
+                    want,
+                    "rowid {rowid}, head {head}"
+                );
+            }
+        }
+        let empty = Held::new(0, 1);
+        assert_eq!(empty.first_at_or_after(7), 0);
     }
 }
