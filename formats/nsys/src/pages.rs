@@ -473,6 +473,19 @@ impl PageScan {
                 return Ok(true);
             }
         }
+        while let Some(child) = self.next_child()? {
+            let spare = std::mem::take(&mut self.spare);
+            let page = self.load(child, spare)?;
+            if self.descend(page)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The next page below the interior pages of the path (leaving those whose children were
+    /// all visited); `None` once the whole tree was.
+    fn next_child(&mut self) -> Result<Option<u32>, String> {
         while let Some((page, next)) = self.path.last_mut() {
             let cells = page.cells()?;
             if *next > cells {
@@ -487,13 +500,9 @@ impl PageScan {
                 page.u32_at(page.header + 8)?
             };
             *next += 1;
-            let spare = std::mem::take(&mut self.spare);
-            let page = self.load(child, spare)?;
-            if self.descend(page)? {
-                return Ok(true);
-            }
+            return Ok(Some(child));
         }
-        Ok(false)
+        Ok(None)
     }
 
     /// Enters `page`: a leaf becomes the current one, an interior page goes on the path.
@@ -550,19 +559,7 @@ impl PageScan {
             return Ok((self.leaf_cells as u64, first));
         }
         let (mut rows, mut first) = (0u64, None);
-        while let Some((page, next)) = self.path.last_mut() {
-            let cells = page.cells()?;
-            if *next > cells {
-                self.path.pop();
-                continue;
-            }
-            let child = if *next < cells {
-                let at = page.cell(*next)?;
-                page.u32_at(at)?
-            } else {
-                page.u32_at(page.header + 8)?
-            };
-            *next += 1;
+        while let Some(child) = self.next_child()? {
             let (kind, n) = self.pages.kind_and_cells(child)?;
             if kind == LEAF && (n == 0 || first.is_some()) {
                 self.visited += 1;
