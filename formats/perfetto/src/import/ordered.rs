@@ -54,10 +54,9 @@ impl Rec {
     }
 }
 
-/// A begin or end kept, on its track at its time, with its file order.
+/// A begin or end kept, on its track at its time ([`Rec::ts`]), with its file order.
 pub struct Kept {
     pub track: TrackId,
-    pub ts: i64,
     order: u64,
     pub rec: Rec,
 }
@@ -88,7 +87,6 @@ impl TimeOrdered {
         self.order += 1;
         self.kept.push(&Kept {
             track,
-            ts: rec.ts(),
             order: self.order,
             rec,
         })
@@ -111,18 +109,18 @@ impl Record for Kept {
     type Key = (TrackId, i64, u64);
 
     fn key(&self) -> Self::Key {
-        (self.track, self.ts, self.order)
+        (self.track, self.rec.ts(), self.order)
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.track.0.to_le_bytes());
-        out.extend_from_slice(&self.ts.to_le_bytes());
+        out.extend_from_slice(&self.rec.ts().to_le_bytes());
         out.extend_from_slice(&self.order.to_le_bytes());
         match &self.rec {
             Rec::Begin(s) => {
                 out.push(BEGIN);
                 out.extend_from_slice(&0u64.to_le_bytes());
-                codec::encode_slice(s, self.ts, out);
+                codec::encode_slice(s, s.ts, out);
             }
             Rec::End(e) => {
                 out.push(END);
@@ -151,7 +149,6 @@ impl Record for Kept {
             .map_err(|_| damaged())?;
         Ok(Kept {
             track: TrackId(track),
-            ts,
             order,
             rec,
         })
@@ -259,7 +256,6 @@ mod tests {
         Kept::encode(
             &Kept {
                 track: t,
-                ts: 0,
                 order: 1,
                 rec: Rec::End(End::plain(0, 0)),
             },
