@@ -214,14 +214,20 @@ impl Pages {
         }))
     }
 
-    /// Reads page `n` (from 1) into `buf`.
-    fn read(&mut self, n: u32, buf: &mut Vec<u8>) -> Result<(), String> {
+    /// An error unless page `n` (from 1) is in the file.
+    fn check(&self, n: u32) -> Result<(), String> {
         if n == 0 || n > self.count {
             return Err(format!(
                 "page {n} is outside the file ({} pages)",
                 self.count
             ));
         }
+        Ok(())
+    }
+
+    /// Reads page `n` (from 1) into `buf`.
+    fn read(&mut self, n: u32, buf: &mut Vec<u8>) -> Result<(), String> {
+        self.check(n)?;
         let a = &mut self.ahead;
         if !(a.first..a.first + a.held).contains(&n) {
             // the window doubles while pages are asked in order, and is one page otherwise
@@ -249,12 +255,7 @@ impl Pages {
     /// The kind and number of cells of page `n`, from the first bytes of its b-tree header
     /// alone (past the file header on page 1).
     fn kind_and_cells(&self, n: u32) -> Result<(u8, usize), String> {
-        if n == 0 || n > self.count {
-            return Err(format!(
-                "page {n} is outside the file ({} pages)",
-                self.count
-            ));
-        }
+        self.check(n)?;
         let header = if n == 1 { 100 } else { 0 };
         let mut b = [0u8; 5];
         let at = (n as u64 - 1) * self.size as u64 + header;
@@ -448,10 +449,7 @@ impl PageScan {
 
     /// Reads page `n` of the tree (a table page) into a page of its own.
     fn load(&mut self, n: u32, mut bytes: Vec<u8>) -> Result<Page, String> {
-        self.visited += 1;
-        if self.visited > self.pages.count as u64 + 1 {
-            return Err(format!("the b-tree of table {} loops", self.table));
-        }
+        self.visit()?;
         self.pages.read(n, &mut bytes)?;
         let page = Page {
             n,
@@ -462,6 +460,15 @@ impl PageScan {
             INTERIOR | LEAF => Ok(page),
             k => Err(format!("page {n} is not a table page (type {k:#04x})")),
         }
+    }
+
+    /// Counts a page of the tree visited: more than the file holds means a loop.
+    fn visit(&mut self) -> Result<(), String> {
+        self.visited += 1;
+        if self.visited > self.pages.count as u64 + 1 {
+            return Err(format!("the b-tree of table {} loops", self.table));
+        }
+        Ok(())
     }
 
     /// Moves to the next leaf; false at the end of the table.
@@ -562,10 +569,7 @@ impl PageScan {
         while let Some(child) = self.next_child()? {
             let (kind, n) = self.pages.kind_and_cells(child)?;
             if kind == LEAF && (n == 0 || first.is_some()) {
-                self.visited += 1;
-                if self.visited > self.pages.count as u64 + 1 {
-                    return Err(format!("the b-tree of table {} loops", self.table));
-                }
+                self.visit()?;
                 rows += n as u64;
                 continue;
             }
