@@ -226,15 +226,14 @@ impl Exporter {
     ) -> u32 {
         let prefix = self.prefix(defs, root);
         let root = self.gpu.root(defs, root, prefix);
-        self.gpu.calls.push(Call {
+        self.gpu.add_call(Call {
             root,
             ts: s.ts,
             dur: s.dur.unwrap_or(0),
             name: s.name,
             stack,
             launch: true,
-        });
-        self.gpu.calls.len() as u32 - 1
+        })
     }
 
     fn flow(&mut self, defs: &Defs, f: &FlowPoint) {
@@ -471,18 +470,16 @@ fn attach(
             let c = *call.get_or_insert_with(|| {
                 let prefix = prefixes.get(&root).copied().flatten();
                 let root = gpu.root(defs, root, prefix);
-                gpu.calls.push(Call {
+                gpu.add_call(Call {
                     root,
                     ts: open.start,
                     dur: open.end.saturating_sub(open.start),
                     name: *name,
                     stack: *stack,
                     launch: false,
-                });
-                gpu.calls.len() as u32 - 1
+                })
             });
-            let call = &mut gpu.calls[c as usize];
-            call.stack = call.stack.or(around);
+            gpu.lend_stack(c, around);
             gpu.open_flows.insert(id, c);
         }
         (
