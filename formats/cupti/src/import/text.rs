@@ -101,10 +101,11 @@ impl TextImporter {
     /// the output does not read.
     fn args(ctx: &mut ImportCtx, rec: &Record, skip: &[&str]) -> Args {
         let read = ctx.args_read();
+        // what the output reads first: a flame graph reads one key of a kernel's sixteen
         rec.fields
             .iter()
-            .filter(|f| !CONSUMED.contains(&f.key) && !skip.contains(&f.key))
             .filter(|f| read.reads(f.key))
+            .filter(|f| !CONSUMED.contains(&f.key) && !skip.contains(&f.key))
             .map(|f| Arg {
                 key: ctx.defs.intern(f.key),
                 value: value(ctx.defs, f.value),
