@@ -782,6 +782,47 @@ mod tests {
     }
 
     #[test]
+    fn a_stack_lent_to_a_call_makes_it_traced() {
+        let call = |stack| Call {
+            root: 0,
+            ts: 10,
+            dur: 5,
+            name: StrId(1),
+            stack,
+            launch: false,
+        };
+        let joined = |first: Call| {
+            let mut g = Gpu::default();
+            g.roots.push(Root {
+                pid: Some(7),
+                tid: Some(7),
+                prefix: None,
+            });
+            let c = g.add_call(first);
+            g.works.push(Work {
+                name: StrId(2),
+                ts: 20,
+                dur: 3,
+                kind: SliceKind::Kernel,
+            });
+            g.edges.push((c, 0));
+            (g, c)
+        };
+        let (mut g, c) = joined(call(None));
+        assert!(!g.possible() && g.traced().is_empty());
+        g.lend_stack(c, None);
+        assert!(!g.possible() && g.traced().is_empty());
+        g.lend_stack(c, Some(StackId(0)));
+        assert!(g.possible());
+        assert_eq!(g.traced(), FxHashSet::from_iter([Some(7)]));
+        // a backtrace of its own, which a lent stack does not replace
+        let (mut g, c) = joined(call(Some(StackId(3))));
+        assert_eq!(g.traced(), FxHashSet::from_iter([Some(7)]));
+        g.lend_stack(c, Some(StackId(0)));
+        assert_eq!(g.calls[c as usize].stack, Some(StackId(3)));
+    }
+
+    #[test]
     fn whole_us_as_python_floats_give_it() {
         // at epoch scale a double steps by 0.25 µs: 2.9 µs after ...100.25 ends at ...103.25
         assert_eq!(whole_us(1_761_700_000_000_100_250, 2_900), 3);
