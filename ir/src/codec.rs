@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::event::{
     CounterValue, Event, FlowBind, FlowId, FlowPoint, FlowRole, Instant, Num, Sample, Slice,
 };
-use crate::model::{Arg, Args, CounterId, StackId, TrackId, Value};
+use crate::model::{push_arg, Args, CounterId, StackId, TrackId, Value};
 use crate::strings::StrId;
 
 pub fn put_u64(out: &mut Vec<u8>, mut v: u64) {
@@ -295,20 +295,41 @@ impl<'a> Decoder<'a> {
         let mut args = Args::with_capacity(n);
         for _ in 0..n {
             let key = StrId(self.u32()?);
-            let value = match self.byte()? {
-                0 => Value::Null,
-                1 => Value::Bool(false),
-                2 => Value::Bool(true),
-                3 => Value::Int(self.i64()?),
-                4 => Value::UInt(self.u64()?),
-                5 => Value::Float(self.f64()?),
-                6 => Value::Str(self.text()?),
-                7 => Value::Json(self.text()?),
-                8 => Value::Sym(StrId(self.u32()?)),
-                9 => Value::JsonSym(StrId(self.u32()?)),
+            // each kind's scalar is read before its value is made in the list (push_arg)
+            match self.byte()? {
+                0 => push_arg(&mut args, key, || Value::Null),
+                1 => push_arg(&mut args, key, || Value::Bool(false)),
+                2 => push_arg(&mut args, key, || Value::Bool(true)),
+                3 => {
+                    let v = self.i64()?;
+                    push_arg(&mut args, key, || Value::Int(v))
+                }
+                4 => {
+                    let v = self.u64()?;
+                    push_arg(&mut args, key, || Value::UInt(v))
+                }
+                5 => {
+                    let v = self.f64()?;
+                    push_arg(&mut args, key, || Value::Float(v))
+                }
+                6 => {
+                    let v = self.text()?;
+                    push_arg(&mut args, key, || Value::Str(v))
+                }
+                7 => {
+                    let v = self.text()?;
+                    push_arg(&mut args, key, || Value::Json(v))
+                }
+                8 => {
+                    let v = StrId(self.u32()?);
+                    push_arg(&mut args, key, || Value::Sym(v))
+                }
+                9 => {
+                    let v = StrId(self.u32()?);
+                    push_arg(&mut args, key, || Value::JsonSym(v))
+                }
                 _ => return Err(corrupt()),
-            };
-            args.push(Arg { key, value });
+            }
         }
         Ok(args)
     }
@@ -424,6 +445,7 @@ impl<'a> Decoder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Arg;
 
     #[test]
     fn varints_round_trip_at_every_length_and_offset() {

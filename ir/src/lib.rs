@@ -55,8 +55,8 @@ pub use event::{
     CounterValue, Event, FlowBind, FlowId, FlowPoint, FlowRole, Instant, Num, Sample, Slice,
 };
 pub use model::{
-    Arg, Args, Clock, CounterDef, CounterId, Frame, FrameId, NamePriority, Process, ProcessId,
-    ProcessKind, StackId, Thread, ThreadId, Track, TrackId, TrackKind, Value,
+    push_arg, Arg, Args, Clock, CounterDef, CounterId, Frame, FrameId, NamePriority, Process,
+    ProcessId, ProcessKind, StackId, Thread, ThreadId, Track, TrackId, TrackKind, Value,
 };
 pub use progress::Progress;
 pub use sink::{ArgsRead, EventOrder, ImportCtx, NullSink, Sink, Stage};

@@ -234,17 +234,17 @@ pub fn decode_cuda_api(
         });
     }
     if let Some(r) = ret {
-        imp.arg(defs, &mut args, "return_value", Value::Int(r));
+        imp.arg(defs, &mut args, "return_value", || Value::Int(r));
     }
     if let Some(v) = version {
-        imp.arg(defs, &mut args, "api_version", Value::Int(v));
+        imp.arg(defs, &mut args, "api_version", || Value::Int(v));
     }
     let cat = match class {
         None | Some(0) => imp.keys().cat_runtime,
         Some(1) => imp.keys().cat_driver,
         Some(other) => {
             let l = imp.label(defs, Enum::EventClass, other);
-            imp.arg(defs, &mut args, "event_class", Value::Sym(l));
+            imp.arg(defs, &mut args, "event_class", || Value::Sym(l));
             imp.keys().cat_runtime
         }
     };
@@ -282,9 +282,7 @@ pub fn decode_cpu(
     let chain = c.opt_int("callchainId")?;
     let mut args = Args::with_capacity(plan.args.len());
     for &(key, how) in &plan.args {
-        if let Some(v) = imp.arg_value(defs, &mut c, how) {
-            args.push(tracex_ir::Arg { key, value: v });
-        }
+        imp.arg_column(defs, &mut c, how, &mut args, |_, _| key);
     }
     let track = imp.thread(defs, gtid);
     let dur = imp.duration(defs, diag, (start, end), &mut args, at);

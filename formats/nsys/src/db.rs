@@ -6,7 +6,7 @@ use std::path::Path;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use rustc_hash::FxHashMap;
-use tracex_ir::{Error, Location, Result};
+use tracex_ir::{push_arg, Args, Error, Location, Result, StrId};
 
 use crate::batch::{Packed, Texts};
 
@@ -308,15 +308,18 @@ impl<'a> Row<'a> {
 
 /// Reads the columns of one row in SELECT order, with typed getters whose errors name the
 /// column.
-pub struct Cols<'r> {
-    row: Row<'r>,
+///
+/// It borrows the row: a copy of it, made as the row had just been written, was half of the
+/// decoding of a CUDA API row (a wide load waiting on the narrow stores just made).
+pub struct Cols<'a, 'r> {
+    row: &'a Row<'r>,
     next: usize,
 }
 
-impl<'r> Cols<'r> {
+impl<'a, 'r> Cols<'a, 'r> {
     /// Starts after the rowid.
-    pub fn new(row: &Row<'r>) -> Self {
-        Cols { row: *row, next: 1 }
+    pub fn new(row: &'a Row<'r>) -> Self {
+        Cols { row, next: 1 }
     }
 
     #[inline]
@@ -360,6 +363,37 @@ impl<'r> Cols<'r> {
             ValueRef::Integer(i) => Some(i.to_string()),
             ValueRef::Real(f) => Some(f.to_string()),
             ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        }
+    }
+
+    /// The next cell as it is stored (`None` past the row's end).
+    #[inline]
+    pub fn next_packed(&mut self) -> Option<Packed> {
+        let i = self.next;
+        self.next += 1;
+        self.row.cells.get(i).copied()
+    }
+
+    /// Steps back over the cell just read.
+    #[inline]
+    pub fn back(&mut self) {
+        self.next -= 1;
+    }
+
+    /// Appends the next cell, as [`Cols::raw`] reads it, to `args` under `key()`; NULL
+    /// appends nothing (and asks for no key).
+    #[inline]
+    pub fn push_raw(&mut self, args: &mut Args, key: impl FnOnce() -> StrId) {
+        use tracex_ir::Value;
+        match self.next_packed() {
+            None | Some(Packed::Null) => {}
+            Some(Packed::Int(v)) => push_arg(args, key(), || Value::Int(v)),
+            Some(Packed::Real(f)) => push_arg(args, key(), || Value::Float(f)),
+            Some(other) => {
+                if let Some(v) = bytes_value(other, self.row.texts) {
+                    push_arg(args, key(), || v)
+                }
+            }
         }
     }
 

@@ -128,18 +128,11 @@ pub fn decode_gpu(
         return Err(Skip::NoId("globalPid"));
     };
     let mut args = Args::with_capacity(16);
-    if let Some(corr) = c.raw() {
-        args.push(Arg {
-            key: imp.keys().correlation_id,
-            value: corr,
-        });
-    }
+    c.push_raw(&mut args, || imp.keys().correlation_id);
     if let Some(ctxid) = context {
-        imp.arg(defs, &mut args, "context", Value::Int(ctxid));
+        imp.arg(defs, &mut args, "context", || Value::Int(ctxid));
     }
-    if let Some(g) = c.raw() {
-        imp.arg(defs, &mut args, "green_context", g);
-    }
+    c.push_raw(&mut args, || imp.key(defs, "green_context"));
     let track = imp.stream(defs, GlobalId(gpid), device, (context.unwrap_or(0), stream));
     let (name, cat) = match spec.kind {
         GpuKind::Kernel => kernel_args(imp, &mut c, &mut args, (defs, diag), &at),
@@ -167,7 +160,7 @@ pub fn decode_gpu(
             let name = match &ty {
                 Some(Value::Int(t)) => {
                     let label = imp.label(defs, Enum::SyncType, *t);
-                    imp.arg(defs, &mut args, "sync_type", Value::Sym(label));
+                    imp.arg(defs, &mut args, "sync_type", || Value::Sym(label));
                     label
                 }
                 _ => defs.intern("Synchronization"),
@@ -188,7 +181,7 @@ pub fn decode_gpu(
                 _ => defs.intern("CUDA graph"),
             };
             if let Some(g) = graph {
-                imp.arg(defs, &mut args, "graph_id", g);
+                imp.arg(defs, &mut args, "graph_id", || g);
             }
             add_args(imp, &mut c, &mut args, defs, &[("graph_exec_id", None)]);
             (name, imp.keys().cat_graph)
@@ -225,10 +218,7 @@ fn add_args(
             Some(e) => How::Enum(e),
             None => How::Raw,
         };
-        if let Some(value) = imp.arg_value(defs, c, how) {
-            let key = imp.key_in(table, i);
-            args.push(Arg { key, value });
-        }
+        imp.arg_column(defs, c, how, args, |imp, _| imp.key_in(table, i));
     }
 }
 
@@ -250,21 +240,21 @@ fn kernel_args(
         if d != s {
             if let Some(text) = imp.text_sym(defs, *d) {
                 if text != name {
-                    imp.arg(defs, args, "demangled_name", Value::Sym(text));
+                    imp.arg(defs, args, "demangled_name", || Value::Sym(text));
                 }
             }
         }
     }
     if let Some(Value::Int(m)) = mangled {
         if let Some(text) = imp.text_sym(defs, m) {
-            imp.arg(defs, args, "mangled_name", Value::Sym(text));
+            imp.arg(defs, args, "mangled_name", || Value::Sym(text));
         }
     }
     for (kind, key) in ["grid", "block", "cluster"].into_iter().enumerate() {
         if let Some(d) = dims(c) {
             if key != "cluster" || d != [0, 0, 0] {
-                let v = Value::JsonSym(imp.shape(defs, kind, d));
-                imp.arg(defs, args, key, v);
+                let shape = imp.shape(defs, kind, d);
+                imp.arg(defs, args, key, || Value::JsonSym(shape));
             }
         }
     }
@@ -308,7 +298,7 @@ impl MemcpyNames {
         let name = match &kind {
             Some(Value::Int(k)) => {
                 let label = imp.label(defs, Enum::MemcpyOper, *k);
-                imp.arg(defs, args, "copy_kind", Value::Sym(label));
+                imp.arg(defs, args, "copy_kind", || Value::Sym(label));
                 self.name(defs, *k, label)
             }
             _ => defs.intern("Memcpy"),
@@ -317,10 +307,10 @@ impl MemcpyNames {
             if let (Value::Int(n), Some(e)) = (&b, end) {
                 if e > start {
                     let gbps = *n as f64 / (e - start) as f64;
-                    imp.arg(defs, args, "bandwidth_gb_per_s", Value::Float(gbps));
+                    imp.arg(defs, args, "bandwidth_gb_per_s", || Value::Float(gbps));
                 }
             }
-            imp.arg(defs, args, "bytes", b);
+            imp.arg(defs, args, "bytes", || b);
         }
         add_args(
             imp,

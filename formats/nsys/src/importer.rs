@@ -6,9 +6,10 @@
 use rustc_hash::FxHashMap;
 use tracex_ir::diag::kinds as ir_kinds;
 use tracex_ir::{
-    Arg, Args, Defs, Diagnostics, Location, ProcessId, Result, StackId, StrId, TrackId, Value,
+    push_arg, Args, Defs, Diagnostics, Location, ProcessId, Result, StackId, StrId, TrackId, Value,
 };
 
+use crate::batch::Packed;
 use crate::catalogue::How;
 use crate::db::Cols;
 use crate::diag as d;
@@ -162,9 +163,16 @@ impl<'c> Importer<'c> {
         self.tables[table as usize][i]
     }
 
-    pub fn arg(&mut self, defs: &mut Defs, args: &mut Args, k: &'static str, value: Value) {
+    #[inline]
+    pub fn arg(
+        &mut self,
+        defs: &mut Defs,
+        args: &mut Args,
+        k: &'static str,
+        value: impl FnOnce() -> Value,
+    ) {
         let key = self.key(defs, k);
-        args.push(Arg { key, value });
+        push_arg(args, key, value);
     }
 
     /// The text of `StringIds` id `id`.
@@ -205,12 +213,22 @@ impl<'c> Importer<'c> {
     /// A grid, block or cluster shape as the JSON text `[x,y,z]`, interned: shapes repeat, so
     /// no text is made per kernel (and freed by the writer's thread).
     /// `kind`: 0 for a grid, 1 a block, 2 a cluster.
+    ///
+    /// Inline, so that the shape just read stays in registers: passed in memory, it was
+    /// compared by wide loads waiting on the narrow stores that had just made it.
+    #[inline]
     pub fn shape(&mut self, defs: &mut Defs, kind: usize, d: [i64; 3]) -> StrId {
         if let Some((last, id)) = self.last_shapes[kind] {
             if last == d {
                 return id;
             }
         }
+        self.new_shape(defs, kind, d)
+    }
+
+    /// [`Importer::shape`] of a shape other than the last one of its kind.
+    #[inline(never)]
+    fn new_shape(&mut self, defs: &mut Defs, kind: usize, d: [i64; 3]) -> StrId {
         let id = *self
             .shapes
             .entry(d)
@@ -219,19 +237,48 @@ impl<'c> Importer<'c> {
         id
     }
 
-    /// Reads one argument column as `how` says; NULL gives no argument. Arguments never fail a
-    /// row: a value of an unexpected type is shown as it is.
+    /// Reads one argument column as `how` says and appends it to `args` under `key(..)`, asked
+    /// for after the value (so strings are interned in the order they always were); NULL
+    /// appends nothing. Arguments never fail a row: a value of an unexpected type is shown as
+    /// it is. Each arm appends its own value ([`push_arg`]).
     #[inline]
-    pub fn arg_value(&mut self, defs: &mut Defs, c: &mut Cols, how: How) -> Option<Value> {
-        let v = c.raw()?;
-        Some(match (how, v) {
-            (How::Str, Value::Int(id)) => match self.strings.intern(defs, id) {
-                Some(s) => Value::Sym(s),
-                None => Value::Int(id),
+    pub fn arg_column(
+        &mut self,
+        defs: &mut Defs,
+        c: &mut Cols,
+        how: How,
+        args: &mut Args,
+        key: impl FnOnce(&mut Self, &mut Defs) -> StrId,
+    ) {
+        let Some(cell) = c.next_packed() else {
+            return;
+        };
+        match (how, cell) {
+            (_, Packed::Null) => {}
+            (How::Str, Packed::Int(id)) => match self.strings.intern(defs, id) {
+                Some(s) => {
+                    let key = key(self, defs);
+                    push_arg(args, key, || Value::Sym(s))
+                }
+                None => {
+                    let key = key(self, defs);
+                    push_arg(args, key, || Value::Int(id))
+                }
             },
-            (How::Enum(e), Value::Int(n)) => Value::Sym(self.label(defs, e, n)),
-            (_, v) => v,
-        })
+            (How::Enum(e), Packed::Int(n)) => {
+                let label = self.label(defs, e, n);
+                let key = key(self, defs);
+                push_arg(args, key, || Value::Sym(label))
+            }
+            (_, Packed::Int(n)) => {
+                let key = key(self, defs);
+                push_arg(args, key, || Value::Int(n))
+            }
+            _ => {
+                c.back();
+                c.push_raw(args, || key(self, defs));
+            }
+        }
     }
 
     /// The colour `--nvtx-color-scheme` gives `name`.
@@ -272,7 +319,7 @@ impl<'c> Importer<'c> {
         let dur = end.saturating_sub(start);
         if dur < 0 {
             diag.record(&ir_kinds::SLICE_NEGATIVE_DURATION, at());
-            self.arg(defs, args, "tracex_original_dur_ns", Value::Int(dur));
+            self.arg(defs, args, "tracex_original_dur_ns", || Value::Int(dur));
             return Some(0);
         }
         Some(dur)

@@ -91,9 +91,9 @@ pub fn decode_instant(
     };
     let mut args = Args::with_capacity(spec.args.len());
     for ac in spec.args {
-        if let Some(v) = imp.arg_value(defs, &mut c, ac.how) {
-            imp.arg(defs, &mut args, ac.key, v);
-        }
+        imp.arg_column(defs, &mut c, ac.how, &mut args, |imp, defs| {
+            imp.key(defs, ac.key)
+        });
     }
     let cat = defs.intern(spec.cat);
     Parts::plain_instant(track, ts, name, cat, args)
@@ -109,7 +109,7 @@ pub fn decode_sched(imp: &mut Importer, row: &Row, defs: &mut Defs) -> Decoded {
     let track = imp.thread(defs, gtid);
     let mut args = Args::new();
     if let Some(cpu) = c.raw() {
-        imp.arg(defs, &mut args, "cpu", cpu);
+        imp.arg(defs, &mut args, "cpu", || cpu);
     }
     let name = match c.raw() {
         Some(Value::Int(0)) => defs.intern("sched out"),
@@ -118,7 +118,7 @@ pub fn decode_sched(imp: &mut Importer, row: &Row, defs: &mut Defs) -> Decoded {
     };
     for key in ["thread_state", "thread_block"] {
         if let Some(v) = c.raw() {
-            imp.arg(defs, &mut args, key, v);
+            imp.arg(defs, &mut args, key, || v);
         }
     }
     let cat = defs.intern("sched");

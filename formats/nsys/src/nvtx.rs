@@ -293,27 +293,27 @@ impl NvtxDefs {
                 Some(n) => Value::str(n.as_str()),
                 None => Value::Int(domain),
             };
-            imp.arg(defs, &mut args, "domain", v);
+            imp.arg(defs, &mut args, "domain", || v);
         }
         if let Some(cat) = category {
             let v = match self.categories.get(&(p, domain, cat)) {
                 Some(n) => Value::str(n.as_str()),
                 None => Value::Int(cat),
             };
-            imp.arg(defs, &mut args, "category", v);
+            imp.arg(defs, &mut args, "category", || v);
         }
         if let Some(argb) = color {
             let v = Value::str(format!("#{:06x}", argb & 0xFF_FFFF));
-            imp.arg(defs, &mut args, "color", v);
+            imp.arg(defs, &mut args, "color", || v);
         }
         if let Some(r) = range_id {
-            imp.arg(defs, &mut args, "range_id", Value::Int(r));
+            imp.arg(defs, &mut args, "range_id", || Value::Int(r));
         }
         if let Some(e) = end_gtid.filter(|e| *e != gtid) {
-            imp.arg(defs, &mut args, "end_tid", Value::Int(GlobalId(e).tid()));
+            imp.arg(defs, &mut args, "end_tid", || Value::Int(GlobalId(e).tid()));
         }
         if let Some(v) = payload(imp, &mut c) {
-            imp.arg(defs, &mut args, "payload", v);
+            imp.arg(defs, &mut args, "payload", || v);
         }
         let color = imp.color_of(defs, name);
         Ok(NvtxRow {

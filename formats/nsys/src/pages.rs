@@ -623,6 +623,11 @@ impl PageScan {
 
     /// The rowid of leaf cell `i` and where its record is: in the leaf (offset, length), or
     /// (`None`) gathered into `spilled` from the overflow pages.
+    ///
+    /// Inline, with the overflow pages read apart: returned in memory, the cell was copied out
+    /// by wide loads waiting on the narrow stores that had just made it, two thirds of
+    /// [`PageScan::next_cell`].
+    #[inline]
     fn read_cell(&mut self, i: usize) -> Result<CellAt, String> {
         let leaf = &self.leaf;
         let at = leaf.cell(i)?;
@@ -645,6 +650,24 @@ impl PageScan {
             }
             return Ok((rowid, Some((start, payload))));
         }
+        self.gather(i, rowid, start, payload)
+    }
+
+    /// The record of a cell whose first bytes (from `start`) are in the leaf and the rest on a
+    /// chain of overflow pages, gathered into `spilled`.
+    #[inline(never)]
+    fn gather(
+        &mut self,
+        i: usize,
+        rowid: i64,
+        start: usize,
+        payload: usize,
+    ) -> Result<CellAt, String> {
+        let leaf = &self.leaf;
+        let b = &leaf.bytes;
+        let u = self.pages.usable;
+        let max_local = u - 35;
+        let bad = || format!("cell {i} of page {} is cut off", leaf.n);
         // the first bytes in the leaf, the rest on a chain of overflow pages
         let min_local = (u - 12) * 32 / 255 - 23;
         let k = min_local + (payload - min_local) % (u - 4);

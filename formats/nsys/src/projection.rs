@@ -570,10 +570,10 @@ pub fn decode_projection(imp: &mut Importer, row: &Row, defs: &mut Defs) -> Deco
     let track = imp.async_track(defs, dev, track_name);
     let name = defs.intern(&name);
     let mut args = Vec::with_capacity(4);
-    imp.arg(defs, &mut args, "pid", Value::Int(GlobalId(gtid).pid()));
-    imp.arg(defs, &mut args, "tid", Value::Int(GlobalId(gtid).tid()));
-    imp.arg(defs, &mut args, "kernels", Value::Int(kernels));
-    imp.arg(defs, &mut args, "nvtx_rowid", Value::Int(nvtx_rowid));
+    imp.arg(defs, &mut args, "pid", || Value::Int(GlobalId(gtid).pid()));
+    imp.arg(defs, &mut args, "tid", || Value::Int(GlobalId(gtid).tid()));
+    imp.arg(defs, &mut args, "kernels", || Value::Int(kernels));
+    imp.arg(defs, &mut args, "nvtx_rowid", || Value::Int(nvtx_rowid));
     let color = imp.color_of(defs, name);
     let parts = Parts {
         track,
