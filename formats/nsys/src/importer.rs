@@ -215,20 +215,24 @@ impl<'c> Importer<'c> {
     /// `kind`: 0 for a grid, 1 a block, 2 a cluster.
     ///
     /// Inline, so that the shape just read stays in registers: passed in memory, it was
-    /// compared by wide loads waiting on the narrow stores that had just made it.
+    /// compared by wide loads waiting on the narrow stores that had just made it (two thirds
+    /// of a kernel row's own arguments).
     #[inline]
     pub fn shape(&mut self, defs: &mut Defs, kind: usize, d: [i64; 3]) -> StrId {
         if let Some((last, id)) = self.last_shapes[kind] {
-            if last == d {
+            // compared part by part: `==` on the arrays became one wide compare of memory
+            if (last[0] ^ d[0]) | (last[1] ^ d[1]) | (last[2] ^ d[2]) == 0 {
                 return id;
             }
         }
-        self.new_shape(defs, kind, d)
+        self.new_shape(defs, kind, (d[0], d[1], d[2]))
     }
 
-    /// [`Importer::shape`] of a shape other than the last one of its kind.
+    /// [`Importer::shape`] of a shape other than the last one of its kind (given in registers,
+    /// not as an array in memory, for the reason above).
     #[inline(never)]
-    fn new_shape(&mut self, defs: &mut Defs, kind: usize, d: [i64; 3]) -> StrId {
+    fn new_shape(&mut self, defs: &mut Defs, kind: usize, (x, y, z): (i64, i64, i64)) -> StrId {
+        let d = [x, y, z];
         let id = *self
             .shapes
             .entry(d)

@@ -627,7 +627,7 @@ impl PageScan {
     /// Inline, with the overflow pages read apart: returned in memory, the cell was copied out
     /// by wide loads waiting on the narrow stores that had just made it, two thirds of
     /// [`PageScan::next_cell`].
-    #[inline]
+    #[inline(always)]
     fn read_cell(&mut self, i: usize) -> Result<CellAt, String> {
         let leaf = &self.leaf;
         let at = leaf.cell(i)?;
