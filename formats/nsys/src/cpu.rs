@@ -228,10 +228,7 @@ pub fn decode_cuda_api(
     };
     let mut args = Args::with_capacity(4);
     if let Some(corr) = corr {
-        args.push(tracex_ir::Arg {
-            key: imp.keys().correlation_id,
-            value: Value::Int(corr),
-        });
+        tracex_ir::push_arg(&mut args, imp.keys().correlation_id, || Value::Int(corr));
     }
     if let Some(r) = ret {
         imp.arg(defs, &mut args, "return_value", || Value::Int(r));

@@ -10,7 +10,8 @@ use std::collections::BinaryHeap;
 use rustc_hash::FxHashMap;
 use tracex_ir::order::OrderKey;
 use tracex_ir::{
-    Arg, Defs, Diagnostics, Event, FlowBind, FlowId, FlowPoint, FlowRole, StrId, TrackId, Value,
+    push_arg, Defs, Diagnostics, Event, FlowBind, FlowId, FlowPoint, FlowRole, StrId, TrackId,
+    Value,
 };
 
 use crate::catalogue::{flow_source_table, SRC_KERNEL};
@@ -68,9 +69,9 @@ impl NvtxStacks {
         n
     }
 
-    /// The `nvtx` argument of stack `n` (not 0).
-    fn json(&self, n: u32) -> Value {
-        Value::JsonSym(self.json[n as usize - 1])
+    /// The `nvtx` argument of stack `n` (not 0): its JSON text, interned.
+    fn json(&self, n: u32) -> StrId {
+        self.json[n as usize - 1]
     }
 }
 
@@ -205,10 +206,8 @@ impl Emitter {
                 match self.pending.remove(&(src, rowid)) {
                     Some(p) => {
                         if p.nvtx != 0 {
-                            s.args.push(Arg {
-                                key: keys.nvtx,
-                                value: self.nvtx_stacks.json(p.nvtx),
-                            });
+                            let stack = self.nvtx_stacks.json(p.nvtx);
+                            push_arg(&mut s.args, keys.nvtx, || Value::JsonSym(stack));
                         }
                         let end = Event::Flow(FlowPoint {
                             id: p.flow,

@@ -2,7 +2,7 @@
 //! CUDA graph launches (graph-mode tracing), and CUDA event completions.
 
 use rustc_hash::FxHashMap;
-use tracex_ir::{Arg, Args, Defs, Diagnostics, Location, Result, StrId, Value};
+use tracex_ir::{Args, Defs, Diagnostics, Location, Result, StrId, Value};
 
 use crate::catalogue::{specific_columns, GpuKind, GpuTable, How, COMMON, GPU_TABLES};
 use crate::db::rows_where;
@@ -368,12 +368,7 @@ pub fn decode_cuda_event(imp: &mut Importer, row: &Row, defs: &mut Defs) -> Deco
         return Err(Skip::NoId("globalPid"));
     };
     let mut args = Args::new();
-    if let Some(corr) = c.raw() {
-        args.push(Arg {
-            key: imp.keys().correlation_id,
-            value: corr,
-        });
-    }
+    c.push_raw(&mut args, || imp.keys().correlation_id);
     add_args(
         imp,
         &mut c,
