@@ -8,7 +8,7 @@ use tracex_ir::{Args, Defs, Diagnostics, Location, Result, StrId, Value};
 
 use crate::catalogue::{How, CPU_TABLES};
 use crate::db::{rowid, Cols, Row};
-use crate::decoded::{thread_range, Decoded, Hook, Parts};
+use crate::decoded::{thread_range, Decoded, Hook, Parts, Skip, Slot};
 use crate::diag::{record_rows, row_at};
 use crate::enums::Enum;
 use crate::importer::Importer;
@@ -211,7 +211,8 @@ pub fn decode_cuda_api(
     table: &str,
     row: &Row,
     (defs, diag): (&mut Defs, &mut Diagnostics),
-) -> Decoded {
+    slot: &mut Slot,
+) -> Result<(), Skip> {
     let rid = rowid(row);
     let at = row_at(table, rid);
     let mut c = Cols::new(row);
@@ -257,7 +258,8 @@ pub fn decode_cuda_api(
         cat,
         args,
     };
-    Ok(Some((parts.slice(dur, stack, None), Hook::None)))
+    *slot = Some((parts.slice(dur, stack, None), Hook::None));
+    Ok(())
 }
 
 /// A range of one of the other CPU tables.

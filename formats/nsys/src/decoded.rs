@@ -55,6 +55,13 @@ impl From<Error> for Skip {
 
 pub type Decoded = Result<Option<(Event, Hook)>, Skip>;
 
+/// Where the decoders of the most frequent rows (CUDA API calls, GPU work, launches) put their
+/// event, instead of returning it: the merge's slot for the stream's next event. An event
+/// returned was copied out of the return value as soon as it was made, by wide loads waiting
+/// on the narrow stores that had just made it (three fifths of the merge's own reading of
+/// streams); made in the slot, it is next copied an event later.
+pub type Slot = Option<(Event, Hook)>;
+
 /// The start, end and thread of a CPU-side range: the first columns after the rowid.
 pub fn thread_range(c: &mut Cols) -> Result<(i64, Option<i64>, i64), Skip> {
     let start = c.int("start")?;
@@ -76,6 +83,7 @@ pub struct Parts {
 
 impl Parts {
     /// A slice of duration `dur` (`None`: open) with these parts.
+    #[inline]
     pub fn slice(self, dur: Option<i64>, stack: Option<StackId>, color: Option<StrId>) -> Event {
         let mut s = Slice::new(self.track, self.ts, 0, self.name);
         s.dur = dur;
@@ -99,6 +107,7 @@ impl Parts {
     }
 
     /// An instant with these parts.
+    #[inline]
     pub fn instant(self, color: Option<StrId>) -> Event {
         Event::Instant(Instant {
             track: self.track,

@@ -7,7 +7,7 @@ use tracex_ir::{Defs, Diagnostics, Event, ImportCtx};
 use crate::counters::Counters;
 use crate::cpu::{self, ApiNames};
 use crate::db::Row;
-use crate::decoded::{Decoded, Hook};
+use crate::decoded::{Hook, Skip, Slot};
 use crate::emit::Emitter;
 use crate::gpu::{self, MemcpyNames};
 use crate::importer::Importer;
@@ -42,19 +42,31 @@ impl<'c> Decoder<'c> {
         }
     }
 
-    /// Turns one row of a stream of `kind` into an event (or nothing).
-    pub fn decode(&mut self, kind: &Kind, table: &str, row: &Row, ctx: &mut ImportCtx) -> Decoded {
+    /// Turns one row of a stream of `kind` into an event in `slot` (left empty when the row
+    /// gives none), or the reason it gives none.
+    pub fn decode(
+        &mut self,
+        kind: &Kind,
+        table: &str,
+        row: &Row,
+        ctx: &mut ImportCtx,
+        slot: &mut Slot,
+    ) -> Result<(), Skip> {
         let imp = &mut self.imp;
         let out = (&mut *ctx.defs, &mut *ctx.diag);
         let range = |async_range, emit| RangeKind { async_range, emit };
-        match kind {
-            Kind::CudaApi => cpu::decode_cuda_api(imp, &mut self.api_names, table, row, out),
+        // the most frequent rows are made in the slot ([`Slot`]), the others returned
+        let decoded = match kind {
+            Kind::CudaApi => {
+                return cpu::decode_cuda_api(imp, &mut self.api_names, table, row, out, slot)
+            }
             Kind::Cpu(plan) => cpu::decode_cpu(imp, plan, table, row, out),
             Kind::Gpu(spec) => {
-                gpu::decode_gpu(imp, &mut self.memcpy_names, (spec, table), row, out)
+                let names = &mut self.memcpy_names;
+                return gpu::decode_gpu(imp, names, (spec, table), row, out, slot);
             }
             Kind::CudaEvent => gpu::decode_cuda_event(imp, row, out.0),
-            Kind::Launch { src } => flows::decode_launch(imp, *src, row, out.0),
+            Kind::Launch { src } => return flows::decode_launch(imp, *src, row, out.0, slot),
             Kind::NvtxPushPop { emit } => {
                 self.nvtx
                     .decode_range(imp, range(false, *emit), table, row, out)
@@ -69,7 +81,9 @@ impl<'c> Decoder<'c> {
             Kind::GpuMetric => self.counters.decode_gpu_metric(imp, table, row, out),
             Kind::MemoryUsage => self.counters.decode_memory_usage(imp, row, out.0),
             Kind::Instant(spec) => instants::decode_instant(imp, spec, row, out.0),
-        }
+        };
+        *slot = decoded?;
+        Ok(())
     }
 
     /// Side effects of emitting `event`, in time order; returns what to emit (or nothing).

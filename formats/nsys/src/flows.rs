@@ -12,7 +12,7 @@ use tracex_ir::{Defs, Event, FlowBind, FlowId, FlowPoint, FlowRole};
 
 use crate::catalogue::{GPU_TABLES, SRC_KERNEL};
 use crate::db::{Cols, Row, Schema, Table};
-use crate::decoded::{Decoded, Hook, Skip};
+use crate::decoded::{Hook, Skip, Slot};
 use crate::importer::Importer;
 use crate::join::LaunchJoin;
 use crate::plan::{Kind, StreamDef};
@@ -65,7 +65,13 @@ pub fn plans(
 }
 
 /// A launch of GPU work of flow source `src`: a flow start on the launching thread.
-pub fn decode_launch(imp: &mut Importer, src: u8, row: &Row, defs: &mut Defs) -> Decoded {
+pub fn decode_launch(
+    imp: &mut Importer,
+    src: u8,
+    row: &Row,
+    defs: &mut Defs,
+    slot: &mut Slot,
+) -> Result<(), Skip> {
     let mut c = Cols::new(row);
     let ts = c.int("start")?;
     let Some(gtid) = c.opt_int("globalTid")? else {
@@ -80,7 +86,7 @@ pub fn decode_launch(imp: &mut Importer, src: u8, row: &Row, defs: &mut Defs) ->
         c.opt_int("contextId"),
         c.int("streamId"),
     ) else {
-        return Ok(None);
+        return Ok(());
     };
     let _ = c.opt_int("globalPid");
     let correlation = c
@@ -89,7 +95,7 @@ pub fn decode_launch(imp: &mut Importer, src: u8, row: &Row, defs: &mut Defs) ->
         .flatten()
         .and_then(|v| u64::try_from(v).ok());
     let track = imp.thread(defs, gtid);
-    Ok(Some((
+    *slot = Some((
         Event::Flow(FlowPoint {
             id: FlowId(0),
             role: FlowRole::Start,
@@ -105,5 +111,6 @@ pub fn decode_launch(imp: &mut Importer, src: u8, row: &Row, defs: &mut Defs) ->
             gpu_start,
             correlation,
         },
-    )))
+    ));
+    Ok(())
 }

@@ -7,7 +7,7 @@ use tracex_ir::{Args, Defs, Diagnostics, Location, Result, StrId, Value};
 use crate::catalogue::{specific_columns, GpuKind, GpuTable, How, COMMON, GPU_TABLES};
 use crate::db::rows_where;
 use crate::db::{rowid, Cols, Row, Table};
-use crate::decoded::{Decoded, Hook, Parts, Skip};
+use crate::decoded::{Decoded, Hook, Parts, Skip, Slot};
 use crate::diag::{record_rows, row_at};
 use crate::enums::Enum;
 use crate::identity::GlobalId;
@@ -114,7 +114,8 @@ pub fn decode_gpu(
     (spec, table): (&GpuTable, &str),
     row: &Row,
     (defs, diag): (&mut Defs, &mut Diagnostics),
-) -> Decoded {
+    slot: &mut Slot,
+) -> Result<(), Skip> {
     let rid = rowid(row);
     let at = row_at(table, rid);
     let mut c = Cols::new(row);
@@ -195,13 +196,14 @@ pub fn decode_gpu(
         cat,
         args,
     };
-    Ok(Some((
+    *slot = Some((
         parts.slice(dur, None, None),
         Hook::Gpu {
             src: spec.src,
             rowid: rid,
         },
-    )))
+    ));
+    Ok(())
 }
 
 /// Reads the next columns as arguments `keys` (an enum label when given), skipping NULLs.

@@ -12,11 +12,11 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use tracex_ir::order::OrderKey;
-use tracex_ir::{Error, Event, ImportCtx, Location, Progress, Result};
+use tracex_ir::{Error, ImportCtx, Location, Progress, Result};
 
 use crate::batch::{self, Batch};
 use crate::db::{self, rowid, Row};
-use crate::decoded::{Hook, Skip};
+use crate::decoded::{Skip, Slot};
 use crate::diag::record_skip;
 use crate::dispatch::Decoder;
 use crate::held::Held;
@@ -308,22 +308,17 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// A stream's next event in the merge.
-struct Head {
-    key: OrderKey,
-    event: Event,
-    hook: Hook,
-}
-
-/// Decodes rows of stream `i` until one gives an event.
+/// Decodes rows of stream `i` into `slot` until one gives an event; gives its key, or `None`
+/// at the stream's end. The slot is the stream's place in the merge, where the decoders of the
+/// frequent rows make their events ([`Slot`]).
 fn next_head(
     dec: &mut Decoder,
     def: &StreamDef,
     cursor: &mut Cursor,
     last_rowid: &mut Option<i64>,
-    i: usize,
+    (i, slot): (usize, &mut Slot),
     ctx: &mut ImportCtx,
-) -> Result<Option<Head>> {
+) -> Result<Option<OrderKey>> {
     while let Some(row) = cursor.next(ctx.progress)? {
         let row = &row;
         let rid = rowid(row);
@@ -331,12 +326,12 @@ fn next_head(
             continue;
         }
         *last_rowid = Some(rid);
-        match dec.decode(&def.kind, &def.table, row, ctx) {
-            Ok(Some((event, hook))) => {
-                let key = OrderKey::of(&event, i as u64);
-                return Ok(Some(Head { key, event, hook }));
+        match dec.decode(&def.kind, &def.table, row, ctx, slot) {
+            Ok(()) => {
+                if let Some((event, _)) = slot {
+                    return Ok(Some(OrderKey::of(event, i as u64)));
+                }
             }
-            Ok(None) => {}
             Err(Skip::Fatal(e)) => return Err(e),
             Err(skip) => record_skip(ctx.diag, &def.table, rid, &skip),
         }
@@ -390,14 +385,21 @@ fn merge(
     ctx: &mut ImportCtx,
 ) -> Result<()> {
     let mut last_rowid: Vec<Option<i64>> = vec![None; defs.len()];
-    let mut heads: Vec<Option<Head>> = Vec::with_capacity(defs.len());
+    // each stream's next event, whose key is on the heap
+    let mut heads: Vec<Slot> = (0..defs.len()).map(|_| None).collect();
     let mut heap: BinaryHeap<Reverse<(OrderKey, usize)>> = BinaryHeap::new();
     for i in 0..defs.len() {
-        let h = next_head(dec, &defs[i], &mut cursors[i], &mut last_rowid[i], i, ctx)?;
-        if let Some(h) = &h {
-            heap.push(Reverse((h.key, i)));
+        let slot = (i, &mut heads[i]);
+        if let Some(key) = next_head(
+            dec,
+            &defs[i],
+            &mut cursors[i],
+            &mut last_rowid[i],
+            slot,
+            ctx,
+        )? {
+            heap.push(Reverse((key, i)));
         }
-        heads.push(h);
     }
     let mut last: Option<(i64, u8, i64)> = None;
     loop {
@@ -405,17 +407,24 @@ fn merge(
         let event = match (from_stream, dec.next_deferred()) {
             (None, None) => break,
             (Some((k, i)), d) if d.is_none_or(|dk| k < dk) => {
-                let head = heads[i].take().expect("a queued stream has a head");
-                let next = next_head(dec, &defs[i], &mut cursors[i], &mut last_rowid[i], i, ctx)?;
+                let (event, hook) = heads[i].take().expect("a queued stream has a head");
+                let slot = (i, &mut heads[i]);
+                let next = next_head(
+                    dec,
+                    &defs[i],
+                    &mut cursors[i],
+                    &mut last_rowid[i],
+                    slot,
+                    ctx,
+                )?;
                 // the stream's next head takes its place at the top: one sift, not a pop and a
                 // push (the heap was 7% of the merge's thread)
-                match (&next, heap.peek_mut()) {
-                    (Some(h), Some(mut top)) => *top = Reverse((h.key, i)),
+                match (next, heap.peek_mut()) {
+                    (Some(key), Some(mut top)) => *top = Reverse((key, i)),
                     (None, Some(top)) => drop(std::collections::binary_heap::PeekMut::pop(top)),
                     (_, None) => unreachable!("the stream was on the heap"),
                 }
-                heads[i] = next;
-                match dec.on_emit(head.event, head.hook, ctx.defs, ctx.diag) {
+                match dec.on_emit(event, hook, ctx.defs, ctx.diag) {
                     Some(e) => e,
                     None => continue,
                 }
