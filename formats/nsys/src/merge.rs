@@ -308,35 +308,48 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Decodes rows of stream `i` into `slot` until one gives an event; gives its key, or `None`
-/// at the stream's end. The slot is the stream's place in the merge, where the decoders of the
-/// frequent rows make their events ([`Slot`]).
-fn next_head(
-    dec: &mut Decoder,
-    def: &StreamDef,
-    cursor: &mut Cursor,
-    last_rowid: &mut Option<i64>,
-    (i, slot): (usize, &mut Slot),
-    ctx: &mut ImportCtx,
-) -> Result<Option<OrderKey>> {
-    while let Some(row) = cursor.next(ctx.progress)? {
-        let row = &row;
-        let rid = rowid(row);
-        if def.unique_rowid && *last_rowid == Some(rid) {
-            continue;
-        }
-        *last_rowid = Some(rid);
-        match dec.decode(&def.kind, &def.table, row, ctx, slot) {
-            Ok(()) => {
-                if let Some((event, _)) = slot {
-                    return Ok(Some(OrderKey::of(event, i as u64)));
-                }
+/// The streams being merged: their definitions, cursors, last rowids, and each one's next
+/// event (its key is on the merge's heap).
+struct Streams<'a, 'c> {
+    defs: &'a [StreamDef],
+    cursors: &'a mut [Cursor<'c>],
+    last_rowid: Vec<Option<i64>>,
+    /// Each stream's next event: the place where the decoders of the frequent rows make their
+    /// events ([`Slot`]).
+    heads: Vec<Slot>,
+}
+
+impl Streams<'_, '_> {
+    /// Decodes rows of stream `i` into its head until one gives an event; gives its key, or
+    /// `None` at the stream's end.
+    fn advance(
+        &mut self,
+        i: usize,
+        dec: &mut Decoder,
+        ctx: &mut ImportCtx,
+    ) -> Result<Option<OrderKey>> {
+        let def = &self.defs[i];
+        let slot = &mut self.heads[i];
+        let last_rowid = &mut self.last_rowid[i];
+        while let Some(row) = self.cursors[i].next(ctx.progress)? {
+            let row = &row;
+            let rid = rowid(row);
+            if def.unique_rowid && *last_rowid == Some(rid) {
+                continue;
             }
-            Err(Skip::Fatal(e)) => return Err(e),
-            Err(skip) => record_skip(ctx.diag, &def.table, rid, &skip),
+            *last_rowid = Some(rid);
+            match dec.decode(&def.kind, &def.table, row, ctx, slot) {
+                Ok(()) => {
+                    if let Some((event, _)) = slot {
+                        return Ok(Some(OrderKey::of(event, i as u64)));
+                    }
+                }
+                Err(Skip::Fatal(e)) => return Err(e),
+                Err(skip) => record_skip(ctx.diag, &def.table, rid, &skip),
+            }
         }
+        Ok(None)
     }
-    Ok(None)
 }
 
 /// Runs every stream to its end, pushing events to `ctx` in the total order. `passes` (the
@@ -384,20 +397,15 @@ fn merge(
     cursors: &mut [Cursor],
     ctx: &mut ImportCtx,
 ) -> Result<()> {
-    let mut last_rowid: Vec<Option<i64>> = vec![None; defs.len()];
-    // each stream's next event, whose key is on the heap
-    let mut heads: Vec<Slot> = (0..defs.len()).map(|_| None).collect();
+    let mut streams = Streams {
+        defs,
+        cursors,
+        last_rowid: vec![None; defs.len()],
+        heads: (0..defs.len()).map(|_| None).collect(),
+    };
     let mut heap: BinaryHeap<Reverse<(OrderKey, usize)>> = BinaryHeap::new();
     for i in 0..defs.len() {
-        let slot = (i, &mut heads[i]);
-        if let Some(key) = next_head(
-            dec,
-            &defs[i],
-            &mut cursors[i],
-            &mut last_rowid[i],
-            slot,
-            ctx,
-        )? {
+        if let Some(key) = streams.advance(i, dec, ctx)? {
             heap.push(Reverse((key, i)));
         }
     }
@@ -407,16 +415,9 @@ fn merge(
         let event = match (from_stream, dec.next_deferred()) {
             (None, None) => break,
             (Some((k, i)), d) if d.is_none_or(|dk| k < dk) => {
-                let (event, hook) = heads[i].take().expect("a queued stream has a head");
-                let slot = (i, &mut heads[i]);
-                let next = next_head(
-                    dec,
-                    &defs[i],
-                    &mut cursors[i],
-                    &mut last_rowid[i],
-                    slot,
-                    ctx,
-                )?;
+                let head = streams.heads[i].take();
+                let (event, hook) = head.expect("a queued stream has a head");
+                let next = streams.advance(i, dec, ctx)?;
                 // the stream's next head takes its place at the top: one sift, not a pop and a
                 // push (the heap was 7% of the merge's thread)
                 match (next, heap.peek_mut()) {
