@@ -374,22 +374,24 @@ impl<'a, 'r> Cols<'a, 'r> {
         self.row.cells.get(i).copied()
     }
 
-    /// Steps back over the cell just read.
-    #[inline]
-    pub fn back(&mut self) {
-        self.next -= 1;
-    }
-
     /// Appends the next cell, as [`Cols::raw`] reads it, to `args` under `key()`; NULL
     /// appends nothing (and asks for no key).
     #[inline]
     pub fn push_raw(&mut self, args: &mut Args, key: impl FnOnce() -> StrId) {
+        if let Some(cell) = self.next_packed() {
+            self.push_cell(cell, args, key);
+        }
+    }
+
+    /// [`Cols::push_raw`] of a cell of this row already read.
+    #[inline]
+    pub fn push_cell(&self, cell: Packed, args: &mut Args, key: impl FnOnce() -> StrId) {
         use tracex_ir::Value;
-        match self.next_packed() {
-            None | Some(Packed::Null) => {}
-            Some(Packed::Int(v)) => push_arg(args, key(), || Value::Int(v)),
-            Some(Packed::Real(f)) => push_arg(args, key(), || Value::Float(f)),
-            Some(other) => {
+        match cell {
+            Packed::Null => {}
+            Packed::Int(v) => push_arg(args, key(), || Value::Int(v)),
+            Packed::Real(f) => push_arg(args, key(), || Value::Float(f)),
+            other => {
                 if let Some(v) = bytes_value(other, self.row.texts) {
                     push_arg(args, key(), || v)
                 }
@@ -402,9 +404,7 @@ impl<'a, 'r> Cols<'a, 'r> {
     #[inline]
     pub fn raw(&mut self) -> Option<tracex_ir::Value> {
         use tracex_ir::Value;
-        let i = self.next;
-        self.next += 1;
-        match *self.row.cells.get(i)? {
+        match self.next_packed()? {
             Packed::Null => None,
             Packed::Int(v) => Some(Value::Int(v)),
             Packed::Real(f) => Some(Value::Float(f)),

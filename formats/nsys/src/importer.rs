@@ -258,7 +258,6 @@ impl<'c> Importer<'c> {
             return;
         };
         match (how, cell) {
-            (_, Packed::Null) => {}
             (How::Str, Packed::Int(id)) => match self.strings.intern(defs, id) {
                 Some(s) => {
                     let key = key(self, defs);
@@ -278,10 +277,8 @@ impl<'c> Importer<'c> {
                 let key = key(self, defs);
                 push_arg(args, key, || Value::Int(n))
             }
-            _ => {
-                c.back();
-                c.push_raw(args, || key(self, defs));
-            }
+            // NULL (nothing), REAL, text and blobs, as they are
+            (_, cell) => c.push_cell(cell, args, || key(self, defs)),
         }
     }
 
