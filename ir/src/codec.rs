@@ -296,38 +296,23 @@ impl<'a> Decoder<'a> {
         for _ in 0..n {
             let key = StrId(self.u32()?);
             // each kind's scalar is read before its value is made in the list (push_arg)
+            macro_rules! put {
+                ($kind:ident, $read:expr) => {{
+                    let v = $read;
+                    push_arg(&mut args, key, || Value::$kind(v))
+                }};
+            }
             match self.byte()? {
                 0 => push_arg(&mut args, key, || Value::Null),
-                1 => push_arg(&mut args, key, || Value::Bool(false)),
-                2 => push_arg(&mut args, key, || Value::Bool(true)),
-                3 => {
-                    let v = self.i64()?;
-                    push_arg(&mut args, key, || Value::Int(v))
-                }
-                4 => {
-                    let v = self.u64()?;
-                    push_arg(&mut args, key, || Value::UInt(v))
-                }
-                5 => {
-                    let v = self.f64()?;
-                    push_arg(&mut args, key, || Value::Float(v))
-                }
-                6 => {
-                    let v = self.text()?;
-                    push_arg(&mut args, key, || Value::Str(v))
-                }
-                7 => {
-                    let v = self.text()?;
-                    push_arg(&mut args, key, || Value::Json(v))
-                }
-                8 => {
-                    let v = StrId(self.u32()?);
-                    push_arg(&mut args, key, || Value::Sym(v))
-                }
-                9 => {
-                    let v = StrId(self.u32()?);
-                    push_arg(&mut args, key, || Value::JsonSym(v))
-                }
+                1 => put!(Bool, false),
+                2 => put!(Bool, true),
+                3 => put!(Int, self.i64()?),
+                4 => put!(UInt, self.u64()?),
+                5 => put!(Float, self.f64()?),
+                6 => put!(Str, self.text()?),
+                7 => put!(Json, self.text()?),
+                8 => put!(Sym, StrId(self.u32()?)),
+                9 => put!(JsonSym, StrId(self.u32()?)),
                 _ => return Err(corrupt()),
             }
         }
