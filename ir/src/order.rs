@@ -637,11 +637,15 @@ impl<S: Stage> Stage for Sorter<S> {
     }
 
     fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> Result<()> {
-        // the last buffer's last chunk is sorted while the last spill may still be writing
+        // the last buffer's last chunk is sorted here while the helper sorts the full ones it
+        // still has (waiting for those first left this thread idle for up to a millisecond of
+        // the 20k-launch GPU merge), and while the last spill may still be writing
+        let mut last = std::mem::take(&mut self.buf.entries);
+        sort_entries(&mut last);
         self.collect_chunks()?;
         self.chunks = None;
         let mut buf = std::mem::take(&mut self.buf);
-        buf.sorted = buf.sorted_chunks();
+        buf.sorted.push(last);
         self.collect_spill()?;
         self.spare = None;
         let offsets = std::mem::take(&mut self.offsets);
@@ -660,13 +664,17 @@ impl<S: Stage> Stage for Sorter<S> {
                 (Run::Disk(r), input)
             })
             .collect();
-        // each sorted chunk holds a segment per input
+        // each sorted chunk holds a segment per input, found by bisection: a scan of every
+        // entry read the whole buffer's entries from memory, a third of a millisecond of the
+        // 20k-launch GPU merge while the other core waited
         let mut segments = Vec::new();
         for (chunk, entries) in buf.sorted.iter().enumerate() {
             let mut start = 0;
-            for seg in entries.chunk_by(|a, b| a.input == b.input) {
-                segments.push((chunk, start..start + seg.len(), seg[0].input));
-                start += seg.len();
+            while let Some(first) = entries.get(start) {
+                let input = first.input;
+                let end = start + entries[start..].partition_point(|e| e.input == input);
+                segments.push((chunk, start..end, input));
+                start = end;
             }
         }
         let buf = Arc::new(buf);
@@ -718,7 +726,11 @@ fn merge(
     tx: &std::sync::mpsc::SyncSender<Result<Merged>>,
     spare: &std::sync::mpsc::Receiver<Merged>,
 ) -> Result<()> {
+    // the first batches are small, so that the thread behind starts at once; each next one is
+    // twice as large, up to BATCH
     const BATCH: usize = 4096;
+    const FIRST_BATCH: usize = 256;
+    let mut full = FIRST_BATCH;
     let offset = |input: u32| offsets.get(input as usize).copied().unwrap_or(0);
     let shifted = |mut k: OrderKey, input: u32| {
         k.ts = k.ts.saturating_add(offset(input));
@@ -745,7 +757,8 @@ fn merge(
                 PeekMut::pop(top);
             }
         }
-        if batch.events.len() == BATCH {
+        if batch.events.len() == full {
+            full = (full * 2).min(BATCH);
             let next = spare.try_recv().unwrap_or_default();
             if tx.send(Ok(std::mem::replace(&mut batch, next))).is_err() {
                 // the receiver stopped (an error downstream)
