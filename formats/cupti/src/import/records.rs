@@ -188,9 +188,10 @@ impl Pending {
 }
 
 /// The first batch's text is small, so that the importer starts at once; later ones double up
-/// to [`BATCH_BYTES`].
+/// to [`BATCH_BYTES`], small enough that the batches in flight touch few fresh pages (as the
+/// Chrome reader's, `tracex_chrome`'s `ahead`).
 const FIRST_BATCH: usize = 16 << 10;
-const BATCH_BYTES: usize = 256 << 10;
+const BATCH_BYTES: usize = 64 << 10;
 
 /// The reader thread: fills batches until the input ends, a read fails, or the importer hangs
 /// up.

@@ -176,9 +176,10 @@ fn parse(dialect: Dialect, t: &str, start: usize) -> Kind {
 }
 
 /// The first batch's text is small, so that the importer starts at once; later ones double up
-/// to [`BATCH_BYTES`].
+/// to [`BATCH_BYTES`], small enough that the batches in flight touch few fresh pages (as the
+/// Chrome reader's, `tracex_chrome`'s `ahead`).
 const FIRST_BATCH: usize = 16 << 10;
-const BATCH_BYTES: usize = 256 << 10;
+const BATCH_BYTES: usize = 64 << 10;
 
 impl ahead::Batch for Batch {
     fn clear(&mut self) {
