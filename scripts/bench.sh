@@ -20,7 +20,7 @@
 #       v/bin/pip install ncompass==0.1.15`, the binary is v/lib/python3*/site-packages/ncompass/bin/
 #       nsys-chrome (a release build of ncompass_rust/trace_converters/nsys-chrome is faster)
 #   TRACEX_PEER_NSYS2JSON=/path/to/nsys2json.py    `git clone https://github.com/chenyu-jiang/nsys2json`
-#       (run with python3)
+#       (run with python3: the interpreter itself, see `py` below)
 # Inputs are generated under bench-out/ (not committed). Run by `make bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -93,6 +93,12 @@ versus() {
 
 size() { stat -c %s "$1"; }
 
+# The Python that runs the Python peers: the interpreter `python3` names, itself. A launcher
+# in front of it (pyenv's shim, a bash script that runs pyenv first) added 60-90 ms to every
+# run of the 20k-launch reference merge, a fifth of its time, which no user of it pays; a
+# machine without one runs the same binary. TRACEX_PEER_PYTHON=/path/to/python3 picks another.
+py=${TRACEX_PEER_PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}
+
 # The machine's speed now: a fixed single-thread Python loop (CPU seconds), alone and as two
 # copies at once. Cloud machines of the same kind differ by a third or more from hour to hour
 # (stop 33 saw 2.4-3.1 s alone); figures are comparable where these lines are.
@@ -120,7 +126,7 @@ fresh() { rm -f -- "$@"; sync; }
 vs_nsys2json() {
   [ -z "${TRACEX_PEER_NSYS2JSON:-}" ] || fresh "$out/nsys-1m.peer.json"
   [ -z "${TRACEX_PEER_NSYS2JSON:-}" ] || versus "nsys2json.py" "$(size "$1")" \
-    python3 "$TRACEX_PEER_NSYS2JSON" -f "$1" -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
+    "$py" "$TRACEX_PEER_NSYS2JSON" -f "$1" -t kernel nvtx nvtx-kernel cuda-api -o "$out/nsys-1m.peer.json"
 }
 vs_nsys_chrome() {
   [ -z "${TRACEX_PEER_NSYS_CHROME:-}" ] || fresh "$out/nsys-1m.peer.json.gz"
@@ -194,7 +200,7 @@ for s in "${sections[@]}"; do
         repeat=20 measure "tracex" "$bytes" \
           "$bin" -q convert -f --weight gpu-us "$cpu" "$gpu" "$out/merge-20000.folded"
         repeat=5 versus "merge_gpu_cpu_trace.py" "$bytes" \
-          python3 "$TRACEX_REFERENCE_MERGE" -c "$cpu" -g "$gpu" -o "$out/merge-20000-ref.folded"
+          "$py" "$TRACEX_REFERENCE_MERGE" -c "$cpu" -g "$gpu" -o "$out/merge-20000-ref.folded"
         cmp -s "$out/merge-20000.folded" "$out/merge-20000-ref.folded" && echo "same lines as the reference" \
           || echo "OUTPUTS DIFFER from the reference"
       fi
