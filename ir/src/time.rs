@@ -96,6 +96,12 @@ fn parse_plain(b: &[u8], scale: i32) -> Option<Decimal> {
         *v = v.checked_mul(10)?.checked_add(d as u64)?;
         Some(())
     };
+    // epoch times in µs have 16 integer digits: eight at a time, then one by one (the same
+    // overflow, as the value only grows digit by digit)
+    while let Some(eight) = b.get(i..i + 8).and_then(eight_digits) {
+        v = v.checked_mul(100_000_000)?.checked_add(eight)?;
+        i += 8;
+    }
     while let Some(&c @ b'0'..=b'9') = b.get(i) {
         keep(&mut v, c - b'0')?;
         i += 1;
@@ -130,6 +136,25 @@ fn parse_plain(b: &[u8], scale: i32) -> Option<Decimal> {
         value: if neg { -v } else { v },
         rounded,
     })
+}
+
+/// The value of eight ASCII digits (`b` holds eight bytes), or `None` if one is not a digit: all
+/// eight at once in one word, where a digit at a time was most of the Chrome reader's time
+/// parsing timestamps.
+fn eight_digits(b: &[u8]) -> Option<u64> {
+    let x = u64::from_le_bytes(b.try_into().ok()?);
+    // each byte is 0x30..=0x39: its high nibble is 3, and adding 6 does not carry out of it
+    let high = 0xF0F0_F0F0_F0F0_F0F0;
+    if x & high != 0x3030_3030_3030_3030
+        || x.wrapping_add(0x0606_0606_0606_0606) & high != 0x3030_3030_3030_3030
+    {
+        return None;
+    }
+    // the first byte is the most significant digit: pairs, then quads, then the eight
+    let d = x - 0x3030_3030_3030_3030;
+    let pairs = (d * 10 + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+    let quads = (pairs * 100 + (pairs >> 16)) & 0x0000_FFFF_0000_FFFF;
+    Some((quads * 10_000 + (quads >> 32)) & 0xFFFF_FFFF)
 }
 
 /// [`parse_decimal`] for any text: exponents, `+`, many digits.
@@ -301,6 +326,58 @@ mod tests {
             }
         }
         assert!(parse_plain(b"1712195495519689.047", 3).is_some());
+    }
+
+    /// Eight bytes at a time read the same digits as one at a time, next to every byte just
+    /// outside `0`-`9`, and long numbers overflow where they did.
+    #[test]
+    fn eight_digits_at_once_as_one_at_a_time() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let bytes = b"0123456789/:.-\x00\xff\x30\x39";
+        for _ in 0..200_000 {
+            let mut b = [0u8; 8];
+            for c in &mut b {
+                let r = next();
+                // mostly digits, so that all eight are often digits
+                *c = match r % 4 {
+                    0 => bytes[(r >> 8) as usize % bytes.len()],
+                    _ => b'0' + (r >> 8) as u8 % 10,
+                };
+            }
+            let one_by_one = b.iter().try_fold(0u64, |v, &c| {
+                c.is_ascii_digit().then(|| v * 10 + u64::from(c - b'0'))
+            });
+            assert_eq!(eight_digits(&b), one_by_one, "{b:?}");
+        }
+        let mut texts: Vec<String> = ["18446744073709551615", "18446744073709551616"]
+            .map(String::from)
+            .to_vec();
+        for _ in 0..20_000 {
+            let len = 1 + next() as usize % 26;
+            let mut t: String = (0..len)
+                .map(|_| char::from(b'0' + next() as u8 % 10))
+                .collect();
+            match next() % 4 {
+                0 => t.insert(next() as usize % (t.len() + 1), '.'),
+                1 => t.insert(0, '-'),
+                _ => {}
+            }
+            texts.push(t);
+        }
+        for t in &texts {
+            for scale in [0, 3, 9] {
+                if let Some(fast) = parse_plain(t.as_bytes(), scale) {
+                    assert_eq!(Some(fast), parse_general(t, scale), "{t:?} scale {scale}");
+                }
+                assert_eq!(parse_decimal(t, scale), parse_general(t, scale), "{t:?}");
+            }
+        }
     }
 
     #[test]
