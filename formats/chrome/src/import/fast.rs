@@ -354,10 +354,12 @@ impl<'a> Parser<'a> {
 
     /// Moves past the closing quote of a string whose opening quote is at `i`; whether it had
     /// escapes. `None`: a control character, or an escape serde may judge otherwise (`\u`).
+    #[inline]
     fn skip_string(&mut self) -> Option<bool> {
         self.eat(b'"')?;
         let mut escaped = false;
         loop {
+            self.skip_plain();
             match self.next()? {
                 b'"' => return Some(escaped),
                 b'\\' => {
@@ -370,6 +372,30 @@ impl<'a> Parser<'a> {
                 c if c < 0x20 => return None,
                 _ => {}
             }
+        }
+    }
+
+    /// Moves past the bytes of a string that end nothing and escape nothing, eight at a time, to
+    /// the next quote, backslash or control character (or to the last few bytes): a byte at a
+    /// time, strings were a quarter of laying an event out, on the thread that bounds the
+    /// import.
+    #[inline]
+    fn skip_plain(&mut self) {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        // the high bit of each byte below `n`; a byte above one so marked may be marked too
+        // (the subtraction's borrow), so only the lowest mark is sure, which is the one used
+        let below = |w: u64, n: u64| w.wrapping_sub(n * ONES) & !w & HIGH;
+        while let Some(word) = self.b.get(self.i..self.i + 8) {
+            let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+            let stop = below(w ^ (u64::from(b'"') * ONES), 1)
+                | below(w ^ (u64::from(b'\\') * ONES), 1)
+                | below(w, 0x20);
+            if stop != 0 {
+                self.i += stop.trailing_zeros() as usize / 8;
+                return;
+            }
+            self.i += 8;
         }
     }
 
