@@ -85,7 +85,9 @@ train() {
 
 # the instrumented build, outside target/release (RUSTFLAGS would rebuild it); its profile is
 # made again only when it changed
-RUSTFLAGS="-Cprofile-generate=$work/raw" \
+# (tracex_profile_generate: its successful runs end through the usual exit, which writes the
+# profile; the shipped build skips that teardown)
+RUSTFLAGS="-Cprofile-generate=$work/raw --cfg tracex_profile_generate" \
   cargo build --release --locked -q -p tracex --target "$host" --target-dir target/pgo-gen
 instrumented="target/pgo-gen/$host/release/tracex"
 made_by=$(cat "$instrumented" "$self" | sha256sum | cut -c1-16)
@@ -93,6 +95,15 @@ if [ "$(cat "$work/profile.of" 2>/dev/null)" != "$made_by" ]; then
   rm -rf "$work/raw" "$work"/tracex-*.profdata "$work/profile.of"
   train "$instrumented" "$work/out-train"
   "$profdata" merge -o "$work/tracex.profdata" "$work/raw"
+  # the profile must come from the successful runs, which commit an output: an instrumented
+  # build whose successful runs skipped the at-exit handler that writes the profile (without
+  # --cfg tracex_profile_generate) profiled only the failing ones, and the build made from
+  # that was a quarter slower than the plain release build
+  if ! "$profdata" show --counts --function=io7OutFile6commit "$work/tracex.profdata" \
+    | grep -Eq 'Block counts: \[[1-9]'; then
+    echo "pgo: the profile holds no successful conversion (no output committed)" >&2
+    exit 1
+  fi
   # named after its content: cargo does not watch the file, but rebuilds when RUSTFLAGS change
   mv "$work/tracex.profdata" "$work/tracex-$(sha256sum <"$work/tracex.profdata" | cut -c1-16).profdata"
   echo "$made_by" >"$work/profile.of"
