@@ -10,8 +10,6 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn main() {
-    // set by scripts/pgo.sh for its instrumented build (see `exit_now` in src/main.rs)
-    println!("cargo::rustc-check-cfg=cfg(tracex_profile_generate)");
     println!("cargo:rerun-if-env-changed=TRACEX_COMMIT");
     let commit = std::env::var("TRACEX_COMMIT")
         .ok()

@@ -54,6 +54,8 @@ gen=target/release/tracex-gen
 # train BIN OUTDIR: the conversions the profile is made of (and the ones --check compares)
 train() {
   local bin=$1 o=$2 in=$inputs f i=0
+  # successful runs end through the usual exit, whose handlers write the profile (src/main.rs)
+  export TRACEX_FULL_EXIT=1
   rm -rf "$o"
   mkdir -p "$o"
   run() { "$bin" -q convert -f "$@"; }
@@ -85,9 +87,7 @@ train() {
 
 # the instrumented build, outside target/release (RUSTFLAGS would rebuild it); its profile is
 # made again only when it changed
-# (tracex_profile_generate: its successful runs end through the usual exit, which writes the
-# profile; the shipped build skips that teardown)
-RUSTFLAGS="-Cprofile-generate=$work/raw --cfg tracex_profile_generate" \
+RUSTFLAGS="-Cprofile-generate=$work/raw" \
   cargo build --release --locked -q -p tracex --target "$host" --target-dir target/pgo-gen
 instrumented="target/pgo-gen/$host/release/tracex"
 made_by=$(cat "$instrumented" "$self" | sha256sum | cut -c1-16)
@@ -95,10 +95,10 @@ if [ "$(cat "$work/profile.of" 2>/dev/null)" != "$made_by" ]; then
   rm -rf "$work/raw" "$work"/tracex-*.profdata "$work/profile.of"
   train "$instrumented" "$work/out-train"
   "$profdata" merge -o "$work/tracex.profdata" "$work/raw"
-  # the profile must come from the successful runs, which commit an output: an instrumented
-  # build whose successful runs skipped the at-exit handler that writes the profile (without
-  # --cfg tracex_profile_generate) profiled only the failing ones, and the build made from
-  # that was a quarter slower than the plain release build
+  # the profile must come from the successful runs, which commit an output: tracex ends them
+  # with _exit, which skips the at-exit handler that writes the profile, unless
+  # TRACEX_FULL_EXIT is set (train does); a profile of the failing runs only made a build a
+  # quarter slower than the plain release build
   if ! "$profdata" show --counts --function=io7OutFile6commit "$work/tracex.profdata" \
     | grep -Eq 'Block counts: \[[1-9]'; then
     echo "pgo: the profile holds no successful conversion (no output committed)" >&2

@@ -64,11 +64,11 @@ fn main() -> ExitCode {
         cli::Command::Man { dir } => cmd::completions::man(dir.as_deref()),
     };
     match result {
-        // the instrumented build of scripts/pgo.sh writes its profile in the usual exit
-        #[cfg(tracex_profile_generate)]
-        Ok(()) => ExitCode::SUCCESS,
-        #[cfg(not(tracex_profile_generate))]
-        Ok(()) => exit_now(),
+        Ok(()) => match std::env::var_os("TRACEX_FULL_EXIT") {
+            // the instrumented build of scripts/pgo.sh writes its profile in the usual exit
+            Some(_) => ExitCode::SUCCESS,
+            None => exit_now(),
+        },
         Err(e) => {
             // A closed pipe (`tracex convert x - | head`) is not a failure: end quietly.
             if broken_pipe(&e) {
@@ -83,11 +83,10 @@ fn main() -> ExitCode {
 /// Ends a successful run at once: every output is written, flushed and in place, and the
 /// conversion's threads have been joined. The usual exit tears the heap down first (mimalloc
 /// collects and returns its arenas page by page, which the kernel then unmaps anyway), a
-/// millisecond of the 40 ms of the 20k-launch GPU merge. Not in the instrumented build of
-/// `scripts/pgo.sh` (`--cfg tracex_profile_generate`), whose profile is written by an at-exit
-/// handler: without it, the profile-guided build was optimised for a profile of failed runs
-/// only, and was a quarter slower than the plain one.
-#[cfg(not(tracex_profile_generate))]
+/// millisecond of the 40 ms of the 20k-launch GPU merge. `TRACEX_FULL_EXIT` (set by
+/// `scripts/pgo.sh` for its training runs) keeps the usual exit: an instrumented build's
+/// profile is written by an at-exit handler, and without it the profile-guided build was
+/// optimised for a profile of failed runs only, and was a quarter slower than the plain one.
 fn exit_now() -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
