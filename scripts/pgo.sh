@@ -98,8 +98,9 @@ if [ "$(cat "$work/profile.of" 2>/dev/null)" != "$made_by" ]; then
   # the profile must come from the successful runs, which commit an output: tracex ends them
   # with _exit, which skips the at-exit handler that writes the profile, unless
   # TRACEX_FULL_EXIT is set (train does); a profile of the failing runs only made a build a
-  # quarter slower than the plain release build
-  if ! "$profdata" show --counts --function=io7OutFile6commit "$work/tracex.profdata" \
+  # quarter slower than the plain release build (the name's part that both of rustc's symbol
+  # manglings, legacy and v0, spell alike)
+  if ! "$profdata" show --counts --function=7OutFile6commit "$work/tracex.profdata" \
     | grep -Eq 'Block counts: \[[1-9]'; then
     echo "pgo: the profile holds no successful conversion (no output committed)" >&2
     exit 1
