@@ -61,6 +61,18 @@ pub fn span(within: &str, part: &str) -> std::ops::Range<usize> {
 /// Batches a reader thread may run ahead of the importing thread.
 const AHEAD: usize = 4;
 
+/// The text of a reader's first batch: small, so that the importing thread starts at once; each
+/// next batch doubles up to [`BATCH_BYTES`].
+pub const FIRST_BATCH: usize = 16 << 10;
+
+/// The text of a reader's full batch (the Chrome, folded and CUPTI text readers'): large enough
+/// that the channel costs nothing per event (a few hundred events a batch), small enough that
+/// the batches in flight, which hold about twice their text again in what was read of it, are
+/// a megabyte and not four: the first touch of a page costs about 2 µs on these machines, and
+/// 256 KiB batches had the Chrome reader fault in 900 pages of the 20k-launch GPU merge's
+/// input, on the thread that bounds its import.
+pub const BATCH_BYTES: usize = 64 << 10;
+
 /// Runs `read` on a thread of its own, named `name`, and hands each batch it fills (through a
 /// [`Handoff`] of first batch `first` and largest `most` bytes) to `each` on this thread, in
 /// order. A read error comes after every batch before it; an error of `each` stops the

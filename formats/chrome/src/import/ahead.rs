@@ -9,21 +9,12 @@ use std::io::Read;
 use std::ops::Range;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-use tracex_ir::ahead::{self, Batch as _, Handoff};
+use tracex_ir::ahead::{self, Batch as _, Handoff, BATCH_BYTES, FIRST_BATCH};
 
 use super::fast::{self, Layout, Spans};
 use super::raw::RawEvent;
 use super::tokenizer::{Item, Leniency, TokError, Tokenizer};
 
-/// Text per batch: large enough that the channel costs nothing per event (a few hundred events
-/// a batch), small enough that the batches in flight, which hold twice their text again in what
-/// was read of it, are a megabyte and not four: the first touch of a page costs about 2 µs on
-/// these machines, and 256 KiB batches had this thread fault in 900 pages of the 20k-launch GPU
-/// merge's input, where it bounds the import.
-const BATCH_BYTES: usize = 64 << 10;
-/// The first batch's text; each next one doubles up to [`BATCH_BYTES`], so that the importer's
-/// thread starts after a few hundred events rather than thousands.
-const FIRST_BATCH: usize = 16 << 10;
 /// Batches the reader may run ahead of the importer.
 const AHEAD: usize = 4;
 

@@ -187,12 +187,6 @@ impl Pending {
     }
 }
 
-/// The first batch's text is small, so that the importer starts at once; later ones double up
-/// to [`BATCH_BYTES`], small enough that the batches in flight touch few fresh pages (as the
-/// Chrome reader's, `tracex_chrome`'s `ahead`).
-const FIRST_BATCH: usize = 16 << 10;
-const BATCH_BYTES: usize = 64 << 10;
-
 /// The reader thread: fills batches until the input ends, a read fails, or the importer hangs
 /// up.
 fn read<R: Read>(reader: R, out: &mut Handoff<Msg<Batch>, Batch>) {
@@ -258,7 +252,7 @@ pub fn records<R: Read + Send, E: From<io::Error>>(
 ) -> Result<(), E> {
     ahead::read_ahead(
         "cupti read-ahead",
-        (FIRST_BATCH, BATCH_BYTES),
+        (ahead::FIRST_BATCH, ahead::BATCH_BYTES),
         |out| read(reader, out),
         |batch: &mut Batch| {
             batch.split_fields();

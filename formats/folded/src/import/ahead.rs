@@ -175,12 +175,6 @@ fn parse(dialect: Dialect, t: &str, start: usize) -> Kind {
     }
 }
 
-/// The first batch's text is small, so that the importer starts at once; later ones double up
-/// to [`BATCH_BYTES`], small enough that the batches in flight touch few fresh pages (as the
-/// Chrome reader's, `tracex_chrome`'s `ahead`).
-const FIRST_BATCH: usize = 16 << 10;
-const BATCH_BYTES: usize = 64 << 10;
-
 impl ahead::Batch for Batch {
     fn clear(&mut self) {
         self.text.clear();
@@ -240,7 +234,7 @@ pub fn lines<R: Read + Send, E: From<io::Error>>(
 ) -> Result<(), E> {
     ahead::read_ahead(
         "folded read-ahead",
-        (FIRST_BATCH, BATCH_BYTES),
+        (ahead::FIRST_BATCH, ahead::BATCH_BYTES),
         |out| read(reader, dialect, out),
         |batch: &mut Batch| {
             batch.parse();
