@@ -251,10 +251,15 @@ where
     F: FnMut(&mut Defs, &mut Diagnostics, Event, &mut Vec<Event>) -> Result<Option<Event>>,
 {
     fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
-        let passed = (self.filter)(defs, diag, event, &mut self.added)?;
-        for mut e in passed.into_iter().chain(self.added.drain(..)) {
+        if let Some(mut e) = (self.filter)(defs, diag, event, &mut self.added)? {
             self.args_read.apply(defs, &mut e);
             self.inner.push(defs, diag, e)?;
+        }
+        if !self.added.is_empty() {
+            for mut e in self.added.drain(..) {
+                self.args_read.apply(defs, &mut e);
+                self.inner.push(defs, diag, e)?;
+            }
         }
         Ok(())
     }
