@@ -213,21 +213,19 @@ impl<'a> ImportCtx<'a> {
     /// Runs `run` with a context whose events pass through `filter` on their way to this
     /// context's stage, so that one importer can reuse another and adjust what it emits (the
     /// CUPTI importer reads CUPTI's Chrome JSON with the Chrome importer). `filter` may change
-    /// an event, drop it (`Ok(None)`), add events to go after it (pushed on its last argument),
-    /// add definitions or count diagnostics.
+    /// an event, drop it (`Ok(None)`), add definitions or count diagnostics.
     pub fn filtered<F>(
         &mut self,
         filter: F,
         run: impl FnOnce(&mut ImportCtx<'_>) -> Result<()>,
     ) -> Result<()>
     where
-        F: FnMut(&mut Defs, &mut Diagnostics, Event, &mut Vec<Event>) -> Result<Option<Event>>,
+        F: FnMut(&mut Defs, &mut Diagnostics, Event) -> Result<Option<Event>>,
     {
         let mut sink = Filtered {
             filter,
             inner: &mut *self.sink,
             args_read: Projection::new(self.args_read.read),
-            added: Vec::new(),
         };
         // the filter may read any arg: the args the output does not read go after it
         let mut inner = ImportCtx::new(&mut *self.defs, &mut *self.diag, &mut sink, self.progress);
@@ -242,26 +240,20 @@ struct Filtered<'s, F> {
     filter: F,
     inner: &'s mut dyn Stage,
     args_read: Projection,
-    /// Events the filter adds after the one it passes on.
-    added: Vec<Event>,
 }
 
 impl<F> Stage for Filtered<'_, F>
 where
-    F: FnMut(&mut Defs, &mut Diagnostics, Event, &mut Vec<Event>) -> Result<Option<Event>>,
+    F: FnMut(&mut Defs, &mut Diagnostics, Event) -> Result<Option<Event>>,
 {
     fn push(&mut self, defs: &mut Defs, diag: &mut Diagnostics, event: Event) -> Result<()> {
-        if let Some(mut e) = (self.filter)(defs, diag, event, &mut self.added)? {
-            self.args_read.apply(defs, &mut e);
-            self.inner.push(defs, diag, e)?;
-        }
-        if !self.added.is_empty() {
-            for mut e in self.added.drain(..) {
+        match (self.filter)(defs, diag, event)? {
+            Some(mut e) => {
                 self.args_read.apply(defs, &mut e);
-                self.inner.push(defs, diag, e)?;
+                self.inner.push(defs, diag, e)
             }
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn end(&mut self, _: &mut Defs, _: &mut Diagnostics) -> Result<()> {
@@ -297,11 +289,8 @@ mod tests {
         let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
         let mut seen = 0;
         ctx.filtered(
-            |_, _, ev, added| {
+            |_, _, ev| {
                 seen += 1;
-                if ev.ts() == 3 {
-                    added.push(instant(33));
-                }
                 Ok((ev.ts() % 2 == 0).then(|| instant(ev.ts() * 10)))
             },
             |inner| (1..=4).try_for_each(|ts| inner.emit(instant(ts))),
@@ -311,7 +300,7 @@ mod tests {
         assert_eq!(ctx.emitted(), 5);
         assert_eq!(seen, 4);
         let ts: Vec<i64> = sink.events.iter().map(Event::ts).collect();
-        assert_eq!(ts, vec![20, 33, 40, 5]);
+        assert_eq!(ts, vec![20, 40, 5]);
         assert!(!sink.finished);
     }
 
@@ -348,7 +337,7 @@ mod tests {
             ctx.emit(with_args(1)).unwrap();
             // the filter still sees every arg
             ctx.filtered(
-                |_, _, ev, _| {
+                |_, _, ev| {
                     assert_eq!(keys(&ev), [a, b]);
                     Ok(Some(ev))
                 },

@@ -7,7 +7,7 @@ use std::io::Read;
 
 use rustc_hash::FxHashMap;
 use tracex_ir::kind::cat;
-use tracex_ir::{Defs, Diagnostics, Event, ImportCtx, Location, Result, StrId, Value};
+use tracex_ir::{Defs, Event, ImportCtx, Location, Result, StrId, Value};
 
 use super::categories::{CAT_MEMORY, CAT_OVERHEAD};
 use super::correlation::Correlation;
@@ -26,9 +26,9 @@ pub fn import<R: Read + Send>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     ctx.defs.clock.origin_unix_ns = Some(0);
     let mut index = 0u64;
     ctx.filtered(
-        |defs, diag, ev, added| {
+        |defs, _, ev| {
             index += 1;
-            state.map(defs, diag, ev, index - 1, added)
+            state.map(defs, ev, index - 1)
         },
         |inner| tracex_chrome::import(reader, &Default::default(), inner),
     )?;
@@ -117,14 +117,7 @@ impl State {
         })
     }
 
-    fn map(
-        &mut self,
-        defs: &mut Defs,
-        diag: &mut Diagnostics,
-        ev: Event,
-        index: u64,
-        added: &mut Vec<Event>,
-    ) -> Result<Option<Event>> {
+    fn map(&mut self, defs: &mut Defs, ev: Event, index: u64) -> Result<Option<Event>> {
         let k = self.keys(defs);
         match ev {
             Event::Slice(mut s) => {
@@ -165,13 +158,7 @@ impl State {
                             .devices
                             .stream(defs, device.unwrap_or(0) as u32, stream);
                         if let Some(id) = correlation {
-                            let (track, ts, loc) = (s.track, s.ts, Location::Event);
-                            added.extend(
-                                self.corr
-                                    .work(defs, diag, loc, id, track, ts, index)
-                                    .into_iter()
-                                    .flatten(),
-                            );
+                            self.corr.work(id, s.track, s.ts, index);
                         }
                         Ok(Some(Event::Slice(s)))
                     }

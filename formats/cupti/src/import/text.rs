@@ -168,15 +168,10 @@ impl TextImporter {
                     }
                 };
                 let s = Self::slice(ctx, rec, track, start, end, &name, category, &[]);
-                emit(ctx, Event::Slice(s))?;
                 if let Some(id) = rec.int("correlationId").filter(|&c| c > 0) {
-                    let (defs, diag) = (&mut *ctx.defs, &mut *ctx.diag);
-                    let flow =
-                        self.corr
-                            .work(defs, diag, Location::Line, id as u64, track, start, line);
-                    flow.into_iter().flatten().try_for_each(|e| ctx.emit(e))?;
+                    self.corr.work(id as u64, track, start, line);
                 }
-                Ok(())
+                emit(ctx, Event::Slice(s))
             }
             "MEMORY2" | "MEMORY" => {
                 let op = rec.get("memoryOperationType").unwrap_or("MEMORY");
