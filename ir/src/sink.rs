@@ -40,6 +40,9 @@ pub enum ArgsRead {
     All,
     /// Only the args with these keys.
     Only(&'static [&'static str]),
+    /// Only the args with keys in either list: an output's, and those a filter in front of it
+    /// reads ([`ImportCtx::filtered`]).
+    Either(&'static [&'static str], &'static [&'static str]),
 }
 
 impl ArgsRead {
@@ -47,6 +50,15 @@ impl ArgsRead {
         match self {
             ArgsRead::All => true,
             ArgsRead::Only(keys) => keys.contains(&key),
+            ArgsRead::Either(a, b) => a.contains(&key) || b.contains(&key),
+        }
+    }
+
+    /// These args and those with the keys `more`.
+    fn and(self, more: &'static [&'static str]) -> ArgsRead {
+        match self {
+            ArgsRead::Only(keys) => ArgsRead::Either(keys, more),
+            _ => ArgsRead::All,
         }
     }
 }
@@ -213,9 +225,11 @@ impl<'a> ImportCtx<'a> {
     /// Runs `run` with a context whose events pass through `filter` on their way to this
     /// context's stage, so that one importer can reuse another and adjust what it emits (the
     /// CUPTI importer reads CUPTI's Chrome JSON with the Chrome importer). `filter` may change
-    /// an event, drop it (`Ok(None)`), add definitions or count diagnostics.
+    /// an event, drop it (`Ok(None)`), add definitions or count diagnostics. The events reach it
+    /// with the args the output reads and those with the keys `reads`; it may read no others.
     pub fn filtered<F>(
         &mut self,
+        reads: &'static [&'static str],
         filter: F,
         run: impl FnOnce(&mut ImportCtx<'_>) -> Result<()>,
     ) -> Result<()>
@@ -227,8 +241,9 @@ impl<'a> ImportCtx<'a> {
             inner: &mut *self.sink,
             args_read: Projection::new(self.args_read.read),
         };
-        // the filter may read any arg: the args the output does not read go after it
-        let mut inner = ImportCtx::new(&mut *self.defs, &mut *self.diag, &mut sink, self.progress);
+        // the args only the filter reads go after it
+        let mut inner = ImportCtx::new(&mut *self.defs, &mut *self.diag, &mut sink, self.progress)
+            .reading_args(self.args_read.read.and(reads));
         let result = run(&mut inner);
         self.emitted += inner.emitted;
         result
@@ -289,6 +304,7 @@ mod tests {
         let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
         let mut seen = 0;
         ctx.filtered(
+            &[],
             |_, _, ev| {
                 seen += 1;
                 Ok((ev.ts() % 2 == 0).then(|| instant(ev.ts() * 10)))
@@ -310,20 +326,16 @@ mod tests {
         let mut diag = Diagnostics::default();
         let mut sink = MemSink::default();
         let progress = Progress::new();
-        let (a, b) = (defs.intern("a"), defs.intern("b"));
+        let (a, b, c) = (defs.intern("a"), defs.intern("b"), defs.intern("c"));
         let with_args = |ts: i64| {
             let mut e = instant(ts);
             if let Event::Instant(i) = &mut e {
-                i.args = vec![
-                    crate::Arg {
-                        key: a,
+                i.args = [a, b, c]
+                    .map(|key| crate::Arg {
+                        key,
                         value: crate::Value::Int(1),
-                    },
-                    crate::Arg {
-                        key: b,
-                        value: crate::Value::Int(2),
-                    },
-                ];
+                    })
+                    .into();
             }
             e
         };
@@ -335,8 +347,9 @@ mod tests {
             let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress)
                 .reading_args(ArgsRead::Only(&["b"]));
             ctx.emit(with_args(1)).unwrap();
-            // the filter still sees every arg
+            // the filter sees the args the output reads and those it reads itself
             ctx.filtered(
+                &["a"],
                 |_, _, ev| {
                     assert_eq!(keys(&ev), [a, b]);
                     Ok(Some(ev))
@@ -350,6 +363,6 @@ mod tests {
         let mut ctx = ImportCtx::new(&mut defs, &mut diag, &mut sink, &progress);
         ctx.emit(with_args(3)).unwrap();
         let got: Vec<_> = sink.events.iter().map(keys).collect();
-        assert_eq!(got, [vec![b], vec![b], vec![b], vec![a, b]]);
+        assert_eq!(got, [vec![b], vec![b], vec![b], vec![a, b, c]]);
     }
 }

@@ -26,6 +26,7 @@ pub fn import<R: Read + Send>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     ctx.defs.clock.origin_unix_ns = Some(0);
     let mut index = 0u64;
     ctx.filtered(
+        FILTER_READS,
         |defs, _, ev| {
             index += 1;
             state.map(defs, ev, index - 1)
@@ -35,6 +36,11 @@ pub fn import<R: Read + Send>(reader: R, ctx: &mut ImportCtx) -> Result<()> {
     std::mem::take(&mut state.no_stream).record(ctx, &d::JSON_NO_STREAM, Location::Event);
     std::mem::take(&mut state.corr).finish(ctx, Location::Event)
 }
+
+/// The args this filter reads whatever the output reads: the correlation (for flows) and the
+/// kernels' device and stream (for their track). `cbid` is turned into a number only where
+/// the output reads it.
+const FILTER_READS: &[&str] = &["correlationId", "deviceId", "streamId"];
 
 #[derive(Default)]
 struct State {
