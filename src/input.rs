@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use flate2::read::MultiGzDecoder;
 use tracex_ir::format::Source;
+use tracex_ir::io::READ_SIZE;
 use tracex_ir::{Probe, Progress};
 
 const HEAD: usize = 64 << 10;
@@ -77,21 +78,22 @@ impl Input {
             (Some(p), Box::new(f))
         };
         // The first bytes come straight from the file, so that sniffing reads 64 KiB where a
-        // first fill of the buffer below read (and faulted in) 1 MiB on the main thread, for
-        // each input, before any import began.
+        // first fill of the buffer below read (and faulted in) all of it on the main thread,
+        // for each input, before any import began.
         let first = read_head(&mut raw, arg)?;
         progress.advance(first.len() as u64);
         // Counted above the buffer: a `BufReader` over a reader of its own zero-fills its
-        // buffer first (`Counting` cannot take uninitialised memory), 1 MiB of page faults per
-        // input, while over the file it reads into the buffer as it is.
+        // buffer first (`Counting` cannot take uninitialised memory), page faults for all of it
+        // per input, while over the file it reads into the buffer as it is. The readers ask
+        // for at least its capacity, which it then hands to the file.
         let buffered = Counting {
-            inner: BufReader::with_capacity(1 << 20, raw),
+            inner: BufReader::with_capacity(READ_SIZE, raw),
             progress: progress.clone(),
         };
         let compressed = first.starts_with(&[0x1f, 0x8b]);
         let (mut head, stream): (Vec<u8>, Box<dyn Read + Send>) = if compressed {
             let mut stream = BufReader::with_capacity(
-                1 << 20,
+                READ_SIZE,
                 MultiGzDecoder::new(Cursor::new(first).chain(buffered)),
             );
             (read_head(&mut stream, arg)?, Box::new(stream))

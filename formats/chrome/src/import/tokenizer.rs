@@ -16,7 +16,7 @@ const CHUNK: usize = 4 << 20;
 
 /// The least room a read is given: the input's `BufReader` capacity, below which it would
 /// copy the bytes through its own buffer.
-const MIN_READ: usize = 1 << 20;
+const MIN_READ: usize = tracex_ir::io::READ_SIZE;
 
 /// Room beyond [`MIN_READ`] for the piece that straddles a read, moved to the front before
 /// the next one: with it, a buffer of one read's size need not grow for the second read (it
@@ -538,7 +538,7 @@ mod tests {
         }
         assert_eq!(events, pushed);
         assert_eq!(t.buf.len(), MIN_READ + SLACK, "the buffer grew");
-        // every read after the head's asks for at least what bypasses a 1 MiB `BufReader`
+        // every read after the head's asks for at least what bypasses the CLI's `BufReader`
         let asked = &t.r.asked;
         assert!(asked.len() > 5, "{asked:?}");
         assert!(asked[1..].iter().all(|&n| n >= MIN_READ), "{asked:?}");
