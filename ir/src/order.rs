@@ -11,6 +11,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use crate::codec::{self, Decoder};
 use crate::defs::Defs;
 use crate::diag::Diagnostics;
@@ -77,15 +79,64 @@ const FIRST_RUN: usize = 16 << 20;
 /// and of files open in the final merge, grows with the logarithm of the input.
 const RUN_GROWTH: usize = 16;
 
-/// A buffered event: its place in the order, its input, and where its encoding lies in the
-/// buffer's bytes. Sorting these 48-byte entries instead of the events themselves moves a third
-/// of the bytes, and encoded events take a third of the memory of `Event`s with their heap.
+/// A buffered event: its place in the order and where its encoding lies in the buffer's bytes,
+/// in 32 bytes. Sorting these instead of the events themselves moves a third of the bytes, and
+/// encoded events take a third of the memory of `Event`s with their heap. (With the order key
+/// and the input as fields of their own, entries took 48 bytes, three times the encoded events
+/// of a GPU merge, and a quarter of its page faults.)
 #[derive(Clone, Copy)]
 struct Entry {
-    input: u32,
-    len: u32,
-    key: OrderKey,
-    at: usize,
+    ts: i64,
+    neg_dur: i64,
+    /// The key's class in the top [`CLASS_BITS`] bits, its arrival number below.
+    tail: u64,
+    /// The encoding's offset in the buffer's bytes (the low [`AT_BITS`] bits) and its length
+    /// above (or [`LONG`], for a length the buffer keeps aside).
+    pos: u64,
+}
+
+const CLASS_BITS: u32 = 3;
+const SEQ_MASK: u64 = u64::MAX >> CLASS_BITS;
+const AT_BITS: u32 = 40;
+const AT_MASK: u64 = (1 << AT_BITS) - 1;
+/// The length field's largest value, which says the length is kept aside.
+const LONG: u64 = u64::MAX >> AT_BITS;
+/// The most bytes a buffer holds before it spills: what an entry's offset can address.
+const MAX_BUFFER: usize = 1 << (AT_BITS - 1);
+
+impl Entry {
+    fn new(key: OrderKey, at: usize, len: usize) -> Entry {
+        debug_assert!(key.class < 1 << CLASS_BITS && key.seq <= SEQ_MASK);
+        Entry {
+            ts: key.ts,
+            neg_dur: key.neg_dur,
+            tail: (u64::from(key.class) << (64 - CLASS_BITS)) | (key.seq & SEQ_MASK),
+            pos: (at as u64) | ((len as u64).min(LONG) << AT_BITS),
+        }
+    }
+
+    fn key(&self) -> OrderKey {
+        OrderKey {
+            ts: self.ts,
+            class: (self.tail >> (64 - CLASS_BITS)) as u8,
+            neg_dur: self.neg_dur,
+            seq: self.tail & SEQ_MASK,
+        }
+    }
+
+    fn at(&self) -> usize {
+        (self.pos & AT_MASK) as usize
+    }
+
+    /// The total order of [`OrderKey`]: time, class, negated duration, arrival.
+    fn order(&self, other: &Entry) -> std::cmp::Ordering {
+        let class = |e: &Entry| e.tail >> (64 - CLASS_BITS);
+        self.ts
+            .cmp(&other.ts)
+            .then_with(|| class(self).cmp(&class(other)))
+            .then_with(|| self.neg_dur.cmp(&other.neg_dur))
+            .then_with(|| self.tail.cmp(&other.tail))
+    }
 }
 
 /// Entries are sorted in chunks of this many, each on the helper thread as soon as it is full,
@@ -94,14 +145,17 @@ struct Entry {
 /// other core idle during most of the import.
 const CHUNK: usize = 1 << 14;
 
-/// Where an entry sorts in a buffer: by input, then in the total order; what the chunks are
-/// sorted by and what a spill merges them by.
-fn place(e: &Entry) -> (u32, OrderKey) {
-    (e.input, e.key)
+fn sort_entries(entries: &mut [Entry]) {
+    entries.sort_unstable_by(Entry::order);
 }
 
-fn sort_entries(entries: &mut [Entry]) {
-    entries.sort_unstable_by_key(place);
+/// Entries of one input's events, in arrival order while filling, then sorted: a chunk never
+/// mixes inputs (a new input's first event hands the chunk filling on), so its entries need
+/// not say which input they belong to.
+#[derive(Default)]
+struct Chunk {
+    input: u32,
+    entries: Vec<Entry>,
 }
 
 /// Events buffered in memory: encoded back to back ([`codec`]), their entries beside in
@@ -109,15 +163,16 @@ fn sort_entries(entries: &mut [Entry]) {
 #[derive(Default)]
 struct Buffer {
     bytes: Vec<u8>,
-    /// Full chunks, each sorted by (input, key), back from the helper: one contiguous sorted
-    /// segment per input.
-    sorted: Vec<Vec<Entry>>,
+    /// Chunks handed on (full, or at the end of their input), each sorted, back from the helper.
+    sorted: Vec<Chunk>,
     /// The chunk filling, in arrival order.
-    entries: Vec<Entry>,
+    filling: Chunk,
     /// Entries in every chunk: those sorted, filling, and with the helper.
     count: usize,
     /// Emptied chunks, filled again: their pages are touched once.
     spare: Vec<Vec<Entry>>,
+    /// The lengths of encodings too long for an entry's length field, by offset.
+    long: FxHashMap<usize, usize>,
 }
 
 impl Buffer {
@@ -126,44 +181,63 @@ impl Buffer {
         self.bytes.len() + self.count * std::mem::size_of::<Entry>()
     }
 
-    fn push(&mut self, input: u32, key: OrderKey, ev: &Event, base: i64) -> Result<()> {
+    /// Buffers an event of the input the chunk filling is for (see [`Buffer::ended_chunk`]).
+    fn push(&mut self, key: OrderKey, ev: &Event, base: i64) {
         let at = self.bytes.len();
         codec::encode(ev, base, &mut self.bytes);
-        let len = u32::try_from(self.bytes.len() - at).map_err(|_| {
-            crate::Error::Unsupported("an event of more than 4 GiB cannot be reordered".into())
-        })?;
-        if self.entries.capacity() == 0 {
-            self.entries = self
+        let len = self.bytes.len() - at;
+        if len as u64 >= LONG {
+            self.long.insert(at, len);
+        }
+        if self.filling.entries.capacity() == 0 {
+            self.filling.entries = self
                 .spare
                 .pop()
                 .unwrap_or_else(|| Vec::with_capacity(CHUNK));
         }
-        self.entries.push(Entry {
-            input,
-            len,
-            key,
-            at,
-        });
+        self.filling.entries.push(Entry::new(key, at, len));
         self.count += 1;
-        Ok(())
     }
 
     /// The chunk filling, when it is full.
-    fn full_chunk(&mut self) -> Option<Vec<Entry>> {
-        (self.entries.len() >= CHUNK).then(|| std::mem::take(&mut self.entries))
+    fn full_chunk(&mut self) -> Option<Chunk> {
+        (self.filling.entries.len() >= CHUNK).then(|| self.take_filling())
+    }
+
+    /// The chunk filling, when it holds another input's entries than `input`'s; the chunk
+    /// filling is `input`'s from then on.
+    fn ended_chunk(&mut self, input: u32) -> Option<Chunk> {
+        if self.filling.input == input {
+            return None;
+        }
+        let ended = (!self.filling.entries.is_empty()).then(|| self.take_filling());
+        self.filling.input = input;
+        ended
+    }
+
+    fn take_filling(&mut self) -> Chunk {
+        Chunk {
+            input: self.filling.input,
+            entries: std::mem::take(&mut self.filling.entries),
+        }
     }
 
     /// Sorts the chunk filling and hands every chunk on, each sorted.
-    fn sorted_chunks(&mut self) -> Vec<Vec<Entry>> {
-        let mut last = std::mem::take(&mut self.entries);
-        sort_entries(&mut last);
+    fn sorted_chunks(&mut self) -> Vec<Chunk> {
+        let mut last = self.take_filling();
+        sort_entries(&mut last.entries);
         let mut chunks = std::mem::take(&mut self.sorted);
         chunks.push(last);
         chunks
     }
 
     fn encoded(&self, e: &Entry) -> &[u8] {
-        &self.bytes[e.at..e.at + e.len as usize]
+        let at = e.at();
+        let len = match e.pos >> AT_BITS {
+            LONG => self.long[&at],
+            len => len as usize,
+        };
+        &self.bytes[at..at + len]
     }
 
     /// Room for a buffer that spills at `size` bytes, reserved before the first event: address
@@ -187,11 +261,13 @@ impl Buffer {
 
     fn clear(&mut self) {
         self.bytes.clear();
-        for mut chunk in self.sorted.drain(..) {
-            chunk.clear();
-            self.spare.push(chunk);
+        for chunk in self.sorted.drain(..) {
+            let mut entries = chunk.entries;
+            entries.clear();
+            self.spare.push(entries);
         }
-        self.entries.clear();
+        self.filling.entries.clear();
+        self.long.clear();
         self.count = 0;
     }
 }
@@ -199,8 +275,8 @@ impl Buffer {
 /// The helper thread that sorts full chunks of entries while events keep arriving; chunks come
 /// back in the order they went.
 struct ChunkSorter {
-    to: std::sync::mpsc::Sender<Vec<Entry>>,
-    back: std::sync::mpsc::Receiver<Vec<Entry>>,
+    to: std::sync::mpsc::Sender<Chunk>,
+    back: std::sync::mpsc::Receiver<Chunk>,
     /// Chunks with the helper.
     out: usize,
 }
@@ -209,13 +285,13 @@ impl ChunkSorter {
     /// The helper, or `None` where no thread can be had (each chunk is then sorted on the
     /// importing thread as it fills).
     fn start() -> Option<ChunkSorter> {
-        let (to, rx) = std::sync::mpsc::channel::<Vec<Entry>>();
+        let (to, rx) = std::sync::mpsc::channel::<Chunk>();
         let (tx, back) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("tracex sort".into())
             .spawn(move || {
                 for mut chunk in rx {
-                    sort_entries(&mut chunk);
+                    sort_entries(&mut chunk.entries);
                     if tx.send(chunk).is_err() {
                         return;
                     }
@@ -226,14 +302,14 @@ impl ChunkSorter {
     }
 
     /// Hands `chunk` over; gives it back where the helper is gone.
-    fn sort(&mut self, chunk: Vec<Entry>) -> std::result::Result<(), Vec<Entry>> {
+    fn sort(&mut self, chunk: Chunk) -> std::result::Result<(), Chunk> {
         self.to.send(chunk).map_err(|e| e.0)?;
         self.out += 1;
         Ok(())
     }
 
     /// Moves the chunks sorted so far (all of them, waiting for the rest, at `all`) to `into`.
-    fn collect(&mut self, into: &mut Vec<Vec<Entry>>, all: bool) -> Result<()> {
+    fn collect(&mut self, into: &mut Vec<Chunk>, all: bool) -> Result<()> {
         while self.out > 0 {
             let chunk = match all {
                 true => self.back.recv().map_err(|_| {
@@ -343,7 +419,7 @@ impl<S: Stage> Sorter<S> {
     /// The buffer size at which the next run spills: at most half the budget, as two buffers
     /// exist at a time.
     fn threshold(&self) -> usize {
-        let most = self.budget / 2;
+        let most = (self.budget / 2).min(MAX_BUFFER);
         (self.spilled / RUN_GROWTH)
             .max(self.first_run)
             .min(most)
@@ -364,7 +440,7 @@ impl<S: Stage> Sorter<S> {
 
     /// Hands a full chunk of the buffer to the helper that sorts it (or sorts it here, where no
     /// helper can be had).
-    fn sort_chunk(&mut self, mut chunk: Vec<Entry>) -> Result<()> {
+    fn sort_chunk(&mut self, mut chunk: Chunk) -> Result<()> {
         if self.chunks.is_none() {
             self.chunks = ChunkSorter::start();
         }
@@ -374,7 +450,7 @@ impl<S: Stage> Sorter<S> {
                 Err(back) => chunk = back,
             }
         }
-        sort_entries(&mut chunk);
+        sort_entries(&mut chunk.entries);
         self.buf.sorted.push(chunk);
         Ok(())
     }
@@ -405,18 +481,20 @@ impl<S: Stage> Sorter<S> {
 fn write_runs(mut buf: Buffer) -> Result<SpillDone> {
     let chunks = buf.sorted_chunks();
     let mut next = vec![0usize; chunks.len()];
-    let mut heap: BinaryHeap<Reverse<((u32, OrderKey), usize)>> = (chunks.iter().enumerate())
-        .filter_map(|(c, chunk)| Some(Reverse((place(chunk.first()?), c))))
+    // by input, then in the total order
+    let place = |c: usize, i: usize| Some((chunks[c].input, chunks[c].entries.get(i)?.key()));
+    let mut heap: BinaryHeap<Reverse<((u32, OrderKey), usize)>> = (0..chunks.len())
+        .filter_map(|c| Some(Reverse((place(c, 0)?, c))))
         .collect();
     let mut runs = Vec::new();
     let mut run: Option<(BufWriter<File>, u32)> = None;
     let mut seq = Vec::new();
     while let Some(mut top) = heap.peek_mut() {
         let Reverse(((input, _), c)) = *top;
-        let e = &chunks[c][next[c]];
+        let e = &chunks[c].entries[next[c]];
         next[c] += 1;
-        match chunks[c].get(next[c]) {
-            Some(n) => *top = Reverse((place(n), c)),
+        match place(c, next[c]) {
+            Some(n) => *top = Reverse((n, c)),
             None => {
                 PeekMut::pop(top);
             }
@@ -430,10 +508,14 @@ fn write_runs(mut buf: Buffer) -> Result<SpillDone> {
         let (w, _) = run.as_mut().expect("a run is open");
         // the rest of the key is the event's own (OrderKey::of), rebuilt when read back
         seq.clear();
-        codec::put_u64(&mut seq, e.key.seq);
-        w.write_all(&((seq.len() + e.len as usize) as u32).to_le_bytes())?;
+        codec::put_u64(&mut seq, e.key().seq);
+        let event = buf.encoded(e);
+        let len = u32::try_from(seq.len() + event.len()).map_err(|_| {
+            crate::Error::Unsupported("an event of more than 4 GiB cannot be reordered".into())
+        })?;
+        w.write_all(&len.to_le_bytes())?;
         w.write_all(&seq)?;
-        w.write_all(buf.encoded(e))?;
+        w.write_all(event)?;
     }
     if let Some(done) = run {
         runs.push(finish_run(done)?);
@@ -532,8 +614,8 @@ fn record_key(rec: &[u8], base: i64) -> Result<(OrderKey, usize)> {
     Ok((OrderKey::of_encoded(&rec[event..], seq, base)?, event))
 }
 
-/// A sorted source in the final merge: a run on disk or one input's segment of the last
-/// buffer (the segments share its bytes).
+/// A sorted source in the final merge: a run on disk or one of the last buffer's chunks (the
+/// chunks share its bytes).
 enum Run {
     Disk(RunReader),
     Memory {
@@ -558,7 +640,7 @@ impl Run {
                 cur,
             } => Ok(entries.next().map(|i| {
                 *cur = i;
-                buf.sorted[*chunk][i].key
+                buf.sorted[*chunk].entries[i].key()
             })),
         }
     }
@@ -570,7 +652,7 @@ impl Run {
             Run::Memory {
                 buf, chunk, cur, ..
             } => {
-                out.extend_from_slice(buf.encoded(&buf.sorted[*chunk][*cur]));
+                out.extend_from_slice(buf.encoded(&buf.sorted[*chunk].entries[*cur]));
                 Ok(())
             }
         }
@@ -626,7 +708,10 @@ impl<S: Stage> Stage for Sorter<S> {
                     .insert(if key.ts == i64::MIN { 0 } else { key.ts })
             }
         };
-        self.buf.push(self.input, key, &event, base)?;
+        if let Some(chunk) = self.buf.ended_chunk(self.input) {
+            self.sort_chunk(chunk)?;
+        }
+        self.buf.push(key, &event, base);
         if let Some(chunk) = self.buf.full_chunk() {
             self.sort_chunk(chunk)?;
         }
@@ -640,8 +725,8 @@ impl<S: Stage> Stage for Sorter<S> {
         // the last buffer's last chunk is sorted here while the helper sorts the full ones it
         // still has (waiting for those first left this thread idle for up to a millisecond of
         // the 20k-launch GPU merge), and while the last spill may still be writing
-        let mut last = std::mem::take(&mut self.buf.entries);
-        sort_entries(&mut last);
+        let mut last = self.buf.take_filling();
+        sort_entries(&mut last.entries);
         self.collect_chunks()?;
         self.chunks = None;
         let mut buf = std::mem::take(&mut self.buf);
@@ -664,27 +749,19 @@ impl<S: Stage> Stage for Sorter<S> {
                 (Run::Disk(r), input)
             })
             .collect();
-        // each sorted chunk holds a segment per input, found by bisection: a scan of every
-        // entry read the whole buffer's entries from memory, a third of a millisecond of the
-        // 20k-launch GPU merge while the other core waited
-        let mut segments = Vec::new();
-        for (chunk, entries) in buf.sorted.iter().enumerate() {
-            let mut start = 0;
-            while let Some(first) = entries.get(start) {
-                let input = first.input;
-                let end = start + entries[start..].partition_point(|e| e.input == input);
-                segments.push((chunk, start..end, input));
-                start = end;
-            }
-        }
+        // each sorted chunk is a run of its input's
+        let chunks: Vec<(usize, usize, u32)> = (buf.sorted.iter().enumerate())
+            .filter(|(_, c)| !c.entries.is_empty())
+            .map(|(i, c)| (i, c.entries.len(), c.input))
+            .collect();
         let buf = Arc::new(buf);
-        for (chunk, entries, input) in segments {
+        for (chunk, len, input) in chunks {
             let buf = Arc::clone(&buf);
             runs.push((
                 Run::Memory {
                     buf,
                     chunk,
-                    entries,
+                    entries: 0..len,
                     cur: 0,
                 },
                 input,
@@ -863,6 +940,59 @@ mod tests {
         assert!(OrderKey::of_encoded(&[0, 1], 0, 0).is_err());
     }
 
+    /// An entry gives back the key it was made with, and entries sort as their keys do.
+    #[test]
+    fn entries_keep_their_keys_and_their_order() {
+        let mut keys = Vec::new();
+        for ts in [i64::MIN, -1, 0, 7, i64::MAX] {
+            for class in 0..5 {
+                for neg_dur in [i64::MIN, -3, 0] {
+                    for seq in [0, 1, SEQ_MASK] {
+                        keys.push(OrderKey {
+                            ts,
+                            class,
+                            neg_dur,
+                            seq,
+                        });
+                    }
+                }
+            }
+        }
+        let entries: Vec<Entry> = (keys.iter().enumerate())
+            .map(|(i, &k)| Entry::new(k, i * 1000, i))
+            .collect();
+        for (i, (e, k)) in entries.iter().zip(&keys).enumerate() {
+            assert_eq!(e.key(), *k);
+            assert_eq!(e.at(), i * 1000);
+            for (f, l) in entries.iter().zip(&keys) {
+                assert_eq!(e.order(f), k.cmp(l), "{k:?} against {l:?}");
+            }
+        }
+    }
+
+    /// An event whose encoding is longer than an entry's length field can say comes back whole,
+    /// from memory and from a spilled run.
+    #[test]
+    fn an_event_too_long_for_its_entry_comes_back_whole() {
+        use crate::model::{Arg, Value};
+        let mut long = Slice::new(TrackId(1), 5, 1, StrId(0));
+        long.args.push(Arg {
+            key: StrId(1),
+            value: Value::Str("x".repeat(LONG as usize + 10).into()),
+        });
+        for budget in [usize::MAX, 1000] {
+            let (mut defs, mut diag) = (Defs::new(), Diagnostics::default());
+            let mut s = Sorter::with_budget(MemSink::default(), budget);
+            let short = |ts| Event::Slice(Slice::new(TrackId(1), ts, 1, StrId(0)));
+            for e in [short(9), Event::Slice(long.clone()), short(1)] {
+                s.push(&mut defs, &mut diag, e).unwrap();
+            }
+            s.end(&mut defs, &mut diag).unwrap();
+            let events = s.into_inner().events;
+            assert_eq!(events, [short(1), Event::Slice(long.clone()), short(9)]);
+        }
+    }
+
     /// The first buffer is reserved before its first event and not moved as it fills up to
     /// its spill, so that each of its pages is touched once.
     #[test]
@@ -879,7 +1009,7 @@ mod tests {
             s.push(&mut defs, &mut diag, slice(ts)).unwrap();
             // entries go in chunks made at their full size (none between a full one and the
             // next event)
-            assert!(matches!(s.buf.entries.capacity(), 0 | CHUNK));
+            assert!(matches!(s.buf.filling.entries.capacity(), 0 | CHUNK));
         }
         assert!(ts > 10_000, "{ts} events");
         assert_eq!(s.buf.bytes.as_ptr(), at, "the buffer moved");
