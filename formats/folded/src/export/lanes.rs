@@ -38,7 +38,8 @@ pub struct Open {
     pub start: i64,
     /// `i64::MAX` for a slice that never ended.
     pub end: i64,
-    node: StackId,
+    /// Its timeline stack (none where no timeline is made).
+    node: Option<StackId>,
     /// Time covered by the slices nested directly in this one.
     child: i64,
     pub role: Role,
@@ -59,9 +60,11 @@ pub struct Lanes {
 
 fn account(o: &Open, end: i64, parent: Option<&mut Open>, self_time: &mut SelfTimes) {
     let dur = end.saturating_sub(o.start);
-    let e = self_time.entry(o.node).or_default();
-    e.0 += (dur - o.child).max(0);
-    e.1 += 1;
+    if let Some(node) = o.node {
+        let e = self_time.entry(node).or_default();
+        e.0 += (dur - o.child).max(0);
+        e.1 += 1;
+    }
     if let Some(p) = parent {
         p.child += dur;
     }
@@ -76,7 +79,8 @@ fn pop_ended(lane: &mut Vec<Open>, ts: i64, self_time: &mut SelfTimes) {
 
 impl Lanes {
     /// Opens a slice `[start, end)` named `name` on `lane` (of `root`); the stack of a slice
-    /// that is not nested in another starts at `base`. Returns the open slice.
+    /// that is not nested in another starts at `base`. Without a name, the slice makes no
+    /// timeline stack and only binds flows. Returns the open slice.
     #[allow(clippy::too_many_arguments)]
     pub fn push(
         &mut self,
@@ -84,7 +88,7 @@ impl Lanes {
         root: TrackId,
         start: i64,
         end: i64,
-        name: Name,
+        name: Option<Name>,
         tree: &mut Tree,
         base: Option<StackId>,
         role: Role,
@@ -94,8 +98,10 @@ impl Lanes {
             Vec::new()
         });
         pop_ended(open, start, &mut self.self_time);
-        let parent = open.last().map(|o| o.node).or(base);
-        let node = tree.child(parent, name);
+        let node = name.map(|name| {
+            let parent = open.last().map_or(base, |o| o.node);
+            tree.child(parent, name)
+        });
         open.push(Open {
             start,
             end,
@@ -198,10 +204,10 @@ mod tests {
         let (t, o1) = (TrackId(0), TrackId(1));
         let [main, work, leaf, spill] = ["main", "work", "leaf", "spill"].map(|s| tree.name(s));
         // main [0,100) > work [10,50) > leaf [20,30); spill [40,60) on an overflow lane
-        lanes.push(t, t, 0, 100, main, &mut tree, None, Role::Other);
-        lanes.push(t, t, 10, 50, work, &mut tree, None, Role::Other);
-        lanes.push(t, t, 20, 30, leaf, &mut tree, None, Role::Other);
-        lanes.push(o1, t, 40, 60, spill, &mut tree, None, Role::Other);
+        lanes.push(t, t, 0, 100, Some(main), &mut tree, None, Role::Other);
+        lanes.push(t, t, 10, 50, Some(work), &mut tree, None, Role::Other);
+        lanes.push(t, t, 20, 30, Some(leaf), &mut tree, None, Role::Other);
+        lanes.push(o1, t, 40, 60, Some(spill), &mut tree, None, Role::Other);
         let any = |_: &Role| 0;
         assert_eq!(lanes.enclosing(t, 25, any).unwrap().start, 20);
         assert_eq!(lanes.enclosing(t, 45, any).unwrap().start, 40);
@@ -220,6 +226,22 @@ mod tests {
         assert_eq!(lanes.closed_open, 0);
     }
 
+    /// Slices opened without a name (no timeline asked for) bind flows as named ones do, and
+    /// make no stack and no self time.
+    #[test]
+    fn nameless_slices_only_bind() {
+        let mut tree = Tree::default();
+        let mut lanes = Lanes::default();
+        let t = TrackId(0);
+        lanes.push(t, t, 0, 100, None, &mut tree, None, Role::Other);
+        lanes.push(t, t, 10, 50, None, &mut tree, None, Role::Other);
+        assert_eq!(lanes.enclosing(t, 25, |_| 0).unwrap().start, 10);
+        assert_eq!(lanes.enclosing(t, 70, |_| 0).unwrap().start, 0);
+        lanes.close_all(1000);
+        assert!(lanes.self_time.is_empty());
+        assert_eq!(tree.nodes(), 0);
+    }
+
     #[test]
     fn equal_starts_bind_by_rank_then_innermost() {
         let mut defs = Defs::new();
@@ -233,8 +255,26 @@ mod tests {
             stack: None,
             call: None,
         };
-        lanes.push(t, t, 100, 200, launch_frame, &mut tree, None, api(launch));
-        lanes.push(t, t, 100, 120, check_frame, &mut tree, None, Role::Other);
+        lanes.push(
+            t,
+            t,
+            100,
+            200,
+            Some(launch_frame),
+            &mut tree,
+            None,
+            api(launch),
+        );
+        lanes.push(
+            t,
+            t,
+            100,
+            120,
+            Some(check_frame),
+            &mut tree,
+            None,
+            Role::Other,
+        );
         let name = |o: &Open| match o.role {
             Role::Api { name, .. } => name,
             _ => check,

@@ -41,6 +41,12 @@ impl Tree {
         n
     }
 
+    /// How many nodes (stacks) the tree has.
+    #[cfg(test)]
+    pub fn nodes(&self) -> usize {
+        self.table.len()
+    }
+
     /// The node for frame `name` under `parent`.
     pub fn child(&mut self, parent: Option<StackId>, name: Name) -> StackId {
         let f = self.table.intern_frame(name.0, None);

@@ -44,6 +44,10 @@ pub struct Exporter {
     opts: ExportOptions,
     tree: Tree,
     lanes: Lanes,
+    /// Whether the timeline view can be chosen: not when the GPU view is asked for (`--fold
+    /// gpu`, or a GPU weight), where slices only bind flows to calls and GPU work, and their
+    /// timeline stacks were a fifth of the exporter's work in a GPU merge.
+    timeline: bool,
     gpu: Gpu,
     samples: FxHashMap<(Option<StackId>, StackId), SampleWeight>,
     /// Whether samples of differential files (named [`DIFF_BEFORE`] or [`DIFF_AFTER`]) and
@@ -82,6 +86,10 @@ impl Exporter {
             opts: opts.clone(),
             tree: Tree::default(),
             lanes: Lanes::default(),
+            timeline: !matches!(
+                (opts.fold, opts.weight),
+                (Fold::Gpu, _) | (Fold::Auto, Some(Weight::GpuNs | Weight::GpuUs))
+            ),
             // the upstream merge that gpu-us reproduces cleans frames its own way
             gpu: Gpu::new(Cleaner::new(match opts.weight {
                 Some(Weight::GpuUs) => Cleaning::Upstream,
@@ -190,7 +198,7 @@ impl Exporter {
             _ => Role::Other,
         };
         let end = s.dur.map_or(i64::MAX, |d| s.ts.saturating_add(d));
-        let name = self.tree.trace_name(defs, s.name);
+        let name = self.timeline.then(|| self.tree.trace_name(defs, s.name));
         let open = self
             .lanes
             .push(s.track, root, s.ts, end, name, &mut self.tree, base, role);
