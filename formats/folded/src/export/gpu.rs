@@ -272,26 +272,35 @@ impl<'a> Builder<'a> {
 
     /// The node of a stack caught at a launch: its root frames and cleaned frames.
     fn sample_path(&mut self, cleaner: &Cleaner, roots: &[Root], s: &AtLaunch) -> StackId {
-        let prefix = roots[s.root as usize].prefix;
-        if let Some(&p) = self.sample_paths.get(&(prefix, s.clean)) {
+        self.path(cleaner, roots[s.root as usize].prefix, s.clean)
+    }
+
+    /// The node of cleaned stack `clean` under the root frames `prefix`.
+    fn path(&mut self, cleaner: &Cleaner, prefix: Option<StackId>, clean: u32) -> StackId {
+        if let Some(&p) = self.sample_paths.get(&(prefix, clean)) {
             return p;
         }
-        let frames = cleaner.get(s.clean).frames.iter().copied();
+        let frames = cleaner.get(clean).frames.iter().copied();
         let p = self
             .tree
             .extend(prefix, frames)
             .expect("has a launch frame");
-        self.sample_paths.insert((prefix, s.clean), p);
+        self.sample_paths.insert((prefix, clean), p);
         p
     }
 
     fn work_leaf(&mut self, defs: &Defs, works: &[Work], w: u32) -> Name {
         let work = &works[w as usize];
-        let key = (work.kind, work.name);
+        self.leaf(defs, work.kind, work.name)
+    }
+
+    /// The leaf frame of GPU work of `kind` named `name`.
+    fn leaf(&mut self, defs: &Defs, kind: SliceKind, name: StrId) -> Name {
+        let key = (kind, name);
         if let Some(&n) = self.leaf_names.get(&key) {
             return n;
         }
-        let n = self.tree.name(&gpu_frame(work.kind, defs.str(work.name)));
+        let n = self.tree.name(&gpu_frame(kind, defs.str(name)));
         self.leaf_names.insert(key, n);
         n
     }
@@ -594,17 +603,24 @@ impl Gpu {
         // threads in order of first appearance, each with its stacks (indices into at_launch)
         let mut threads: Vec<(Thread, Vec<usize>)> = Vec::new();
         let mut thread_of: FxHashMap<Thread, usize> = FxHashMap::default();
+        // each root's thread (or that its process is traced), found once: roots are few, and
+        // a look-up per stack cost a fifth of this fold
+        let mut of_root: Vec<Option<Option<usize>>> = vec![None; self.roots.len()];
         for (i, s) in self.at_launch.iter().enumerate() {
-            let Root { pid, tid, .. } = self.roots[s.root as usize];
-            if traced.contains(&pid) {
+            let t = *of_root[s.root as usize].get_or_insert_with(|| {
+                let Root { pid, tid, .. } = self.roots[s.root as usize];
+                (!traced.contains(&pid)).then(|| {
+                    *thread_of.entry((pid, tid)).or_insert_with(|| {
+                        threads.push(((pid, tid), Vec::new()));
+                        threads.len() - 1
+                    })
+                })
+            });
+            let Some(t) = t else {
                 sum.at_launch_unused += 1;
                 continue;
-            }
+            };
             sum.at_launch += 1;
-            let t = *thread_of.entry((pid, tid)).or_insert_with(|| {
-                threads.push(((pid, tid), Vec::new()));
-                threads.len() - 1
-            });
             threads[t].1.push(i);
         }
         let mut launches: Vec<Vec<u32>> = vec![Vec::new(); threads.len()];
@@ -617,9 +633,11 @@ impl Gpu {
                 launches[t].push(c as u32);
             }
         }
-        let mut b = Builder::new(tree);
-        // the upstream merge writes the line of a kernel shorter than 1 µs, with weight 0
-        b.weights.keep_zero = true;
+        // Weights are summed by line first, (root frames, cleaned stack, work's kind and name):
+        // a few hundred lines stand for tens of thousands of stacks, and each line's node is
+        // then made once, where four look-ups per stack were a third of this fold.
+        let mut lines: FxHashMap<(Option<StackId>, u32, SliceKind, StrId), i64> =
+            FxHashMap::default();
         let mut used = vec![false; self.works.len()];
         for ((_, stacks), launches) in threads.iter_mut().zip(&mut launches) {
             stacks.sort_by_key(|&i| self.at_launch[i].ts);
@@ -647,12 +665,25 @@ impl Gpu {
                 }
                 sum.matched += 1;
                 used[w as usize] = true;
-                let path = b.sample_path(&self.cleaner, &self.roots, &self.at_launch[i]);
-                let leaf = b.work_leaf(defs, &self.works, w);
-                let node = b.tree.child(Some(path), leaf);
+                let s = &self.at_launch[i];
                 let work = &self.works[w as usize];
-                b.weights.add(node, whole_us(work.ts, work.dur));
+                let line = (
+                    self.roots[s.root as usize].prefix,
+                    s.clean,
+                    work.kind,
+                    work.name,
+                );
+                *lines.entry(line).or_default() += whole_us(work.ts, work.dur);
             }
+        }
+        let mut b = Builder::new(tree);
+        // the upstream merge writes the line of a kernel shorter than 1 µs, with weight 0
+        b.weights.keep_zero = true;
+        for ((prefix, clean, kind, name), weight) in lines {
+            let path = b.path(&self.cleaner, prefix, clean);
+            let leaf = b.leaf(defs, kind, name);
+            let node = b.tree.child(Some(path), leaf);
+            b.weights.add(node, weight);
         }
         self.fold_backtraces(
             defs,
