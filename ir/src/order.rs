@@ -128,14 +128,9 @@ impl Entry {
         (self.pos & AT_MASK) as usize
     }
 
-    /// The total order of [`OrderKey`]: time, class, negated duration, arrival.
+    /// The total order: that of the entries' keys.
     fn order(&self, other: &Entry) -> std::cmp::Ordering {
-        let class = |e: &Entry| e.tail >> (64 - CLASS_BITS);
-        self.ts
-            .cmp(&other.ts)
-            .then_with(|| class(self).cmp(&class(other)))
-            .then_with(|| self.neg_dur.cmp(&other.neg_dur))
-            .then_with(|| self.tail.cmp(&other.tail))
+        self.key().cmp(&other.key())
     }
 }
 
