@@ -70,10 +70,41 @@ impl Stage for Tail<'_> {
 pub enum Chain<'a> {
     Direct(OverlapRouter<FlowBinder<Tail<'a>>>),
     Sorted(Box<Sorter<OverlapRouter<FlowBinder<Tail<'a>>>>>),
+    /// Straight to a sink that took its events unordered ([`Sink::unordered`]).
+    Unordered(Unordered<'a>),
+}
+
+/// The events of every input as they arrive, with each input's earliest time (which lines the
+/// inputs up, as the sorter's does).
+pub struct Unordered<'a> {
+    sink: &'a mut dyn Sink,
+    first_ts: Vec<Option<i64>>,
+}
+
+impl Unordered<'_> {
+    fn begin_input(&mut self) {
+        self.first_ts.push(None);
+        self.sink.begin_input();
+    }
 }
 
 impl<'a> Chain<'a> {
-    pub fn new(sink: &'a mut dyn Sink, sort: bool, mem_budget: usize, filter: FilterSpec) -> Self {
+    /// The chain in front of `sink`: with `unordered`, the sink has agreed to take its events
+    /// unordered ([`Sink::unordered`]) and there is no filter.
+    pub fn new(
+        sink: &'a mut dyn Sink,
+        sort: bool,
+        mem_budget: usize,
+        filter: FilterSpec,
+        unordered: bool,
+    ) -> Self {
+        if unordered {
+            debug_assert!(filter.is_empty(), "filters need the total order");
+            return Chain::Unordered(Unordered {
+                sink,
+                first_ts: Vec::new(),
+            });
+        }
         let tail = if filter.is_empty() {
             Tail::Sink(sink)
         } else {
@@ -93,12 +124,23 @@ impl Stage for Chain<'_> {
         match self {
             Chain::Direct(s) => s.push(defs, diag, e),
             Chain::Sorted(s) => s.push(defs, diag, e),
+            Chain::Unordered(u) => {
+                // the sorter's rule: a sample without a time is no input's start
+                if !matches!(&e, Event::Sample(s) if s.ts.is_none()) {
+                    if let Some(f) = u.first_ts.last_mut() {
+                        let ts = e.ts();
+                        *f = Some(f.map_or(ts, |t| t.min(ts)));
+                    }
+                }
+                u.sink.event(defs, diag, e)
+            }
         }
     }
     fn end(&mut self, defs: &mut Defs, diag: &mut Diagnostics) -> tracex_ir::Result<()> {
         match self {
             Chain::Direct(s) => s.end(defs, diag),
             Chain::Sorted(s) => s.end(defs, diag),
+            Chain::Unordered(u) => u.sink.finish(defs, diag),
         }
     }
 }
@@ -117,8 +159,10 @@ pub fn import_all(
     let several = sources.len() > 1;
     let mut origins = Vec::new();
     for s in sources.iter_mut() {
-        if let Chain::Sorted(sorter) = chain {
-            sorter.begin_input();
+        match chain {
+            Chain::Sorted(sorter) => sorter.begin_input(),
+            Chain::Unordered(u) => u.begin_input(),
+            Chain::Direct(_) => {}
         }
         let import = s.format.import.as_ref().expect("importable format");
         if import.input == InputKind::File {
@@ -144,10 +188,18 @@ pub fn import_all(
         }
     }
     if several {
-        if let Chain::Sorted(sorter) = chain {
-            let (offsets, origin) = offsets(&origins, sorter.first_ts(), align, diag);
-            sorter.set_offsets(offsets);
-            defs.clock.origin_unix_ns = origin;
+        match chain {
+            Chain::Sorted(sorter) => {
+                let (offsets, origin) = offsets(&origins, sorter.first_ts(), align, diag);
+                sorter.set_offsets(offsets);
+                defs.clock.origin_unix_ns = origin;
+            }
+            Chain::Unordered(u) => {
+                let (offsets, origin) = offsets(&origins, &u.first_ts, align, diag);
+                u.sink.offsets(&offsets);
+                defs.clock.origin_unix_ns = origin;
+            }
+            Chain::Direct(_) => {}
         }
     } else {
         defs.clock.origin_unix_ns = origins.first().copied().flatten();

@@ -19,4 +19,5 @@ mod perfetto;
 mod ship;
 mod stats;
 mod trace_processor;
+mod unordered;
 mod viewers;

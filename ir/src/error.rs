@@ -18,6 +18,10 @@ pub enum Error {
     /// A failure reported by a library (SQLite, libotf2, ...).
     #[error("{0}")]
     Library(String),
+    /// A sink that took its events unordered ([`crate::Sink::unordered`]) cannot work out
+    /// what the total order would have given: the pipeline runs again in order.
+    #[error("internal: the output needs its events in order ({0})")]
+    NeedsOrder(&'static str),
 }
 
 impl Error {

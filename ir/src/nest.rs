@@ -63,6 +63,43 @@ impl OverflowTracks {
     }
 }
 
+/// Places a slice `[ts, end)` of one track on the first of its `lanes` (open slice ends per
+/// lane, `lanes[0]` the track itself) where it nests, adding a lane when none does; slices come
+/// in the total order. Returns the lane's level: 0 is the track, more is an overflow lane.
+pub fn place(lanes: &mut Vec<Vec<Ts>>, ts: Ts, end: Ts) -> usize {
+    let mut level = 0;
+    loop {
+        if level == lanes.len() {
+            lanes.push(Vec::new());
+        }
+        let lane = &mut lanes[level];
+        while lane.last().is_some_and(|&e| e <= ts) {
+            lane.pop();
+        }
+        // A zero-length slice at the very end of its parent still nests.
+        if lane.last().is_none_or(|&top| end <= top) {
+            lane.push(end);
+            return level;
+        }
+        level += 1;
+    }
+}
+
+/// Whether a track of `kind` has its slices routed at all (not those of processes and the
+/// global track).
+pub fn routed(kind: TrackKind) -> bool {
+    !matches!(kind, TrackKind::Process | TrackKind::Global)
+}
+
+/// The diagnostic counting slices of a track of `kind` moved to an overflow lane.
+pub fn overlap_kind(kind: TrackKind) -> &'static crate::diag::DiagKind {
+    if kind == TrackKind::Async {
+        &kinds::ASYNC_OVERLAP_LANE
+    } else {
+        &kinds::SLICE_PARTIAL_OVERLAP
+    }
+}
+
 pub struct OverlapRouter<S> {
     inner: S,
     tracks: TrackMap<Lanes>,
@@ -91,7 +128,7 @@ impl<S: Stage> Stage for OverlapRouter<S> {
             let idx = self.slices;
             self.slices += 1;
             let kind = defs.track(s.track).kind;
-            if matches!(kind, TrackKind::Process | TrackKind::Global) {
+            if !routed(kind) {
                 return self.inner.push(defs, diag, event);
             }
             let lanes = self.tracks.get_or_insert_with(s.track, || Lanes {
@@ -105,30 +142,9 @@ impl<S: Stage> Stage for OverlapRouter<S> {
                 ));
             }
             lanes.last_ts = s.ts;
-            let end = s.end_or(i64::MAX);
-            let mut level = 0;
-            loop {
-                if level == lanes.lanes.len() {
-                    lanes.lanes.push(Vec::new());
-                }
-                let lane = &mut lanes.lanes[level];
-                while lane.last().is_some_and(|&e| e <= s.ts) {
-                    lane.pop();
-                }
-                // A zero-length slice at the very end of its parent still nests.
-                if lane.last().is_none_or(|&top| end <= top) {
-                    lane.push(end);
-                    break;
-                }
-                level += 1;
-            }
+            let level = place(&mut lanes.lanes, s.ts, s.end_or(i64::MAX));
             if level > 0 {
-                let kind_of_overlap = if kind == TrackKind::Async {
-                    &kinds::ASYNC_OVERLAP_LANE
-                } else {
-                    &kinds::SLICE_PARTIAL_OVERLAP
-                };
-                diag.record(kind_of_overlap, Location::Event(idx));
+                diag.record(overlap_kind(kind), Location::Event(idx));
                 s.track = self.overflow.get(defs, s.track, level as u32);
             }
         }

@@ -28,6 +28,26 @@ pub trait Sink {
     fn args_read(&self) -> ArgsRead {
         ArgsRead::All
     }
+
+    /// Asked once before the first event by a pipeline that can skip its reorder stage
+    /// ([`crate::order`]) and the overlap router and flow binder behind it ([`crate::nest`]):
+    /// whether this sink takes the events in arrival order instead, and works out itself what
+    /// it needs of the total order, with the same result. A sink that says yes is told where
+    /// each input begins ([`Sink::begin_input`]) and how far each input moves in time
+    /// ([`Sink::offsets`], before `finish`); its `finish` may fail with
+    /// [`Error::NeedsOrder`](crate::Error::NeedsOrder), and the pipeline then runs again
+    /// with the stages in place.
+    fn unordered(&mut self) -> bool {
+        false
+    }
+
+    /// Events from now on come from the next input (unordered sinks only; also before the
+    /// first input).
+    fn begin_input(&mut self) {}
+
+    /// How many ns each input's events move to line up with the others (unordered sinks
+    /// only; missing = 0).
+    fn offsets(&mut self, _offsets: &[i64]) {}
 }
 
 /// The args of events a sink reads ([`Sink::args_read`]). An importer may leave the others
@@ -115,6 +135,15 @@ impl<S: Sink + ?Sized> Sink for &mut S {
     fn args_read(&self) -> ArgsRead {
         (**self).args_read()
     }
+    fn unordered(&mut self) -> bool {
+        (**self).unordered()
+    }
+    fn begin_input(&mut self) {
+        (**self).begin_input()
+    }
+    fn offsets(&mut self, offsets: &[i64]) {
+        (**self).offsets(offsets)
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for Box<S> {
@@ -126,6 +155,15 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
     }
     fn args_read(&self) -> ArgsRead {
         (**self).args_read()
+    }
+    fn unordered(&mut self) -> bool {
+        (**self).unordered()
+    }
+    fn begin_input(&mut self) {
+        (**self).begin_input()
+    }
+    fn offsets(&mut self, offsets: &[i64]) {
+        (**self).offsets(offsets)
     }
 }
 

@@ -23,6 +23,9 @@ const QUEUED: usize = 4;
 enum Item {
     Event(Event),
     Defs(Box<Delta>),
+    /// [`Sink::begin_input`] and [`Sink::offsets`] of an unordered sink.
+    Input,
+    Offsets(Vec<i64>),
 }
 
 enum Msg {
@@ -109,6 +112,8 @@ fn run(sink: &mut (dyn Sink + Send), rx: Receiver<Msg>, back: SyncSender<Vec<Ite
                 for item in items.drain(..) {
                     match item {
                         Item::Defs(d) => defs.apply(*d),
+                        Item::Input => sink.begin_input(),
+                        Item::Offsets(o) => sink.offsets(&o),
                         Item::Event(e) => {
                             if let Err(err) = sink.event(&defs, &mut diag, e) {
                                 return (Err(err), diag);
@@ -157,6 +162,14 @@ impl Sink for Threaded<'_> {
 
     fn args_read(&self) -> ArgsRead {
         self.args_read
+    }
+
+    fn begin_input(&mut self) {
+        self.batch.push(Item::Input);
+    }
+
+    fn offsets(&mut self, offsets: &[i64]) {
+        self.batch.push(Item::Offsets(offsets.to_vec()));
     }
 }
 
@@ -209,6 +222,59 @@ mod tests {
         fn args_read(&self) -> ArgsRead {
             ArgsRead::Only(&["one"])
         }
+    }
+
+    /// A sink that notes inputs, offsets and events in the order it gets them.
+    #[derive(Default)]
+    struct Marks(Vec<String>);
+
+    impl Sink for Marks {
+        fn event(&mut self, _: &Defs, _: &mut Diagnostics, e: Event) -> Result<()> {
+            self.0.push(format!("event {}", e.ts()));
+            Ok(())
+        }
+        fn finish(&mut self, _: &Defs, _: &mut Diagnostics) -> Result<()> {
+            self.0.push("finish".into());
+            Ok(())
+        }
+        fn begin_input(&mut self) {
+            self.0.push("input".into());
+        }
+        fn offsets(&mut self, offsets: &[i64]) {
+            self.0.push(format!("offsets {offsets:?}"));
+        }
+    }
+
+    #[test]
+    fn inputs_and_offsets_reach_the_sink_between_the_events_they_came_between() {
+        let mut sink = Marks::default();
+        let mut defs = Defs::new();
+        let p = defs.add_process(crate::Process::default());
+        let th = defs.add_thread(p, Some(1), None);
+        let t = defs.thread(th).track;
+        let n = defs.intern("s");
+        std::thread::scope(|scope| {
+            let mut threaded = Threaded::spawn(scope, &mut sink).unwrap();
+            let mut diag = Diagnostics::default();
+            let slice = |ts| Event::Slice(crate::Slice::new(t, ts, 1, n));
+            threaded.begin_input();
+            threaded.event(&defs, &mut diag, slice(5)).unwrap();
+            threaded.begin_input();
+            threaded.event(&defs, &mut diag, slice(3)).unwrap();
+            threaded.offsets(&[0, 7]);
+            threaded.finish(&defs, &mut diag).unwrap();
+        });
+        assert_eq!(
+            sink.0,
+            [
+                "input",
+                "event 5",
+                "input",
+                "event 3",
+                "offsets [0, 7]",
+                "finish"
+            ]
+        );
     }
 
     #[test]

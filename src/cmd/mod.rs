@@ -44,10 +44,22 @@ pub fn run(
     sink: &mut dyn Sink,
     quiet: bool,
 ) -> anyhow::Result<(Defs, Diagnostics)> {
-    run_with(Defs::new(), sources, opts, common, align, sink, quiet)
+    run_with(
+        Defs::new(),
+        sources,
+        opts,
+        common,
+        align,
+        sink,
+        quiet,
+        false,
+    )
 }
 
-/// [`run`], starting from definitions the caller made (strings a sink needs interned).
+/// [`run`], starting from definitions the caller made (strings a sink needs interned); with
+/// `unordered`, `sink` has agreed to take its events unordered ([`Sink::unordered`]) and
+/// `common` has no filter.
+#[allow(clippy::too_many_arguments)]
 pub fn run_with(
     mut defs: Defs,
     sources: &mut [Opened],
@@ -56,6 +68,7 @@ pub fn run_with(
     align: Align,
     sink: &mut dyn Sink,
     quiet: bool,
+    unordered: bool,
 ) -> anyhow::Result<(Defs, Diagnostics)> {
     let mut diag = Diagnostics::default();
     let budget = pipeline::parse_size(&common.mem_budget)
@@ -79,7 +92,8 @@ pub fn run_with(
     }
     let opts = &opts;
     let args_read = sink.args_read();
-    let mut chain = Chain::new(sink, pipeline::needs_sort(sources), budget, filter);
+    let sort = pipeline::needs_sort(sources);
+    let mut chain = Chain::new(sink, sort, budget, filter, unordered);
     {
         let bar = crate::progress::Bar::start(
             sources.iter().map(|s| s.input.progress.clone()).collect(),

@@ -124,4 +124,16 @@ impl Sink for Counting<'_> {
     fn args_read(&self) -> ArgsRead {
         self.inner.args_read()
     }
+
+    fn unordered(&mut self) -> bool {
+        self.inner.unordered()
+    }
+
+    fn begin_input(&mut self) {
+        self.inner.begin_input()
+    }
+
+    fn offsets(&mut self, offsets: &[i64]) {
+        self.inner.offsets(offsets)
+    }
 }

@@ -102,6 +102,18 @@ impl Sink for Exporter {
         self.folded.args_read()
     }
 
+    fn unordered(&mut self) -> bool {
+        self.folded.unordered()
+    }
+
+    fn begin_input(&mut self) {
+        self.folded.begin_input()
+    }
+
+    fn offsets(&mut self, offsets: &[i64]) {
+        self.folded.offsets(offsets)
+    }
+
     fn finish(&mut self, defs: &Defs, diag: &mut Diagnostics) -> Result<()> {
         let mut lines = Vec::new();
         let (fold, weight, written) = self.folded.finish_into(defs, diag, &mut lines)?;

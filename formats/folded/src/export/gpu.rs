@@ -313,6 +313,19 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// Writes a zero byte into each page of the first `n` slots of `spare` (whose content stays
+/// unset: the list's length does not change).
+fn touch<T>(spare: &mut [std::mem::MaybeUninit<T>], n: usize) {
+    let n = n.min(spare.len());
+    let step = (4096 / size_of::<T>().max(1)).max(1);
+    for slot in spare[..n].iter_mut().step_by(step) {
+        // SAFETY: the slot is memory the Vec owns (its spare capacity) and at least one byte
+        // long; writing a byte of an uninitialised `MaybeUninit` is allowed, and the Vec never
+        // reads its spare capacity.
+        unsafe { slot.as_mut_ptr().cast::<u8>().write_volatile(0) };
+    }
+}
+
 /// Records of each of the join's lists that room is made for at the start. Address space
 /// only: a block this large the allocator maps from the system, and its pages are touched as
 /// records are written. Grown by doubling instead, the lists were copied at each step into
@@ -349,6 +362,13 @@ impl Gpu {
             });
             roots.len() as u32 - 1
         })
+    }
+
+    /// Touches the pages that `calls` more calls and `works` more pieces of GPU work will
+    /// fill, on a thread that is idle, so that the thread adding them takes no page faults.
+    pub fn prefault(&mut self, calls: usize, works: usize) {
+        touch(self.calls.spare_capacity_mut(), calls);
+        touch(self.works.spare_capacity_mut(), works);
     }
 
     /// Adds `call`; gives its index.
@@ -800,6 +820,26 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefaulting_leaves_the_lists_as_they_were() {
+        let mut gpu = Gpu::new(Cleaner::new(super::super::clean::Cleaning::Original));
+        let call = |ts| Call {
+            root: 0,
+            ts,
+            dur: 1,
+            name: StrId(1),
+            stack: None,
+            launch: true,
+        };
+        gpu.add_call(call(5));
+        gpu.prefault(100_000, 100_000);
+        gpu.prefault(usize::MAX, 0);
+        assert_eq!(gpu.calls.len(), 1);
+        assert!(gpu.works.is_empty());
+        assert_eq!(gpu.add_call(call(7)), 1);
+        assert_eq!((gpu.calls[0].ts, gpu.calls[1].ts), (5, 7));
+    }
 
     #[test]
     fn thousandths_are_the_parsed_decimal_text() {

@@ -10,6 +10,7 @@ mod clean;
 pub mod gpu;
 mod lanes;
 mod lines;
+mod unordered;
 
 use std::io::Write;
 
@@ -28,6 +29,7 @@ use clean::{Cleaner, Cleaning};
 use gpu::{AtLaunch, Call, Gpu, Work};
 use lanes::{Lanes, Open, Role};
 use lines::{Tree, Weights};
+use unordered::{Part, Unordered};
 
 pub use gpu::Summary;
 pub use lines::Written;
@@ -68,6 +70,8 @@ pub struct Exporter {
     trace_end: i64,
     written: Option<Written>,
     summary: Option<Summary>,
+    /// Records of the events, when they come unordered ([`Sink::unordered`]).
+    unordered: Option<Box<Unordered>>,
 }
 
 impl Exporter {
@@ -109,6 +113,7 @@ impl Exporter {
             trace_end: i64::MIN,
             written: None,
             summary: None,
+            unordered: None,
         }
     }
 
@@ -124,32 +129,7 @@ impl Exporter {
 
     /// The root frames of stacks seen on `root` (`--prefix process,thread`).
     fn prefix(&mut self, defs: &Defs, root: TrackId) -> Option<StackId> {
-        if let Some(&p) = self.prefixes.get(&root) {
-            return p;
-        }
-        let mut names = Vec::new();
-        let track = defs.track(root).clone();
-        if self.opts.prefix.process {
-            if let Some(p) = track.process {
-                names.push(process_frame(defs, p));
-            }
-        }
-        if self.opts.prefix.thread {
-            names.push(match track.kind {
-                TrackKind::Thread(th) => {
-                    let t = defs.thread(th);
-                    match (t.name, t.os_tid) {
-                        (Some(n), Some(tid)) => format!("{} (tid {tid})", defs.str(n)),
-                        _ => defs.track_display_name(root),
-                    }
-                }
-                _ => defs.track_display_name(root),
-            });
-        }
-        let ids: Vec<_> = names.iter().map(|n| self.tree.name(n)).collect();
-        let p = self.tree.extend(None, ids);
-        self.prefixes.insert(root, p);
-        p
+        root_frames(&mut self.tree, &mut self.prefixes, &self.opts, defs, root)
     }
 
     fn slice(&mut self, defs: &Defs, s: &Slice) {
@@ -161,18 +141,8 @@ impl Exporter {
         }
         let root = defs.root_track(s.track);
         let base = self.prefix(defs, root);
-        let (kind, runtime) = *self.kinds.entry(s.cat).or_insert_with(|| {
-            let cat = defs.opt_str(s.cat);
-            let runtime = cat.is_some_and(|c| c.eq_ignore_ascii_case("cuda_runtime"));
-            (classify(cat), runtime)
-        });
-        let role = match kind {
-            SliceKind::CudaApi => {
-                let launch = runtime
-                    && *self
-                        .launch_names
-                        .entry(s.name)
-                        .or_insert_with(|| defs.str(s.name).contains("LaunchKernel"));
+        let role = match self.part(defs, s) {
+            Part::Api { launch } => {
                 let call = launch.then(|| self.register_call(defs, root, s, s.stack));
                 Role::Api {
                     name: s.name,
@@ -180,22 +150,14 @@ impl Exporter {
                     call,
                 }
             }
-            SliceKind::Kernel | SliceKind::Memcpy | SliceKind::Memset => {
-                let dur = s.dur.unwrap_or(0);
-                if kind == SliceKind::Kernel {
-                    let k = self.gpu.kernels.entry(s.name).or_default();
-                    k.0 += 1;
-                    k.1 += dur;
-                }
-                Role::Gpu {
-                    name: s.name,
-                    dur,
-                    kind,
-                    work: None,
-                    correlation: correlation_arg(defs, s),
-                }
-            }
-            _ => Role::Other,
+            Part::Gpu(kind) => Role::Gpu {
+                name: s.name,
+                dur: s.dur.unwrap_or(0),
+                kind,
+                work: None,
+                correlation: correlation_arg(defs, s),
+            },
+            Part::Other => Role::Other,
         };
         let end = s.dur.map_or(i64::MAX, |d| s.ts.saturating_add(d));
         let name = self.timeline.then(|| self.tree.trace_name(defs, s.name));
@@ -223,6 +185,78 @@ impl Exporter {
                 );
             }
         }
+    }
+
+    /// What slice `s` (on a thread's or a stream's track) is to the GPU join; kernels are
+    /// counted for the summary on the way.
+    fn part(&mut self, defs: &Defs, s: &Slice) -> Part {
+        let (kind, runtime) = *self.kinds.entry(s.cat).or_insert_with(|| {
+            let cat = defs.opt_str(s.cat);
+            let runtime = cat.is_some_and(|c| c.eq_ignore_ascii_case("cuda_runtime"));
+            (classify(cat), runtime)
+        });
+        match kind {
+            SliceKind::CudaApi => Part::Api {
+                launch: runtime
+                    && *self
+                        .launch_names
+                        .entry(s.name)
+                        .or_insert_with(|| defs.str(s.name).contains("LaunchKernel")),
+            },
+            SliceKind::Kernel | SliceKind::Memcpy | SliceKind::Memset => {
+                if kind == SliceKind::Kernel {
+                    let k = self.gpu.kernels.entry(s.name).or_default();
+                    k.0 += 1;
+                    k.1 += s.dur.unwrap_or(0);
+                }
+                Part::Gpu(kind)
+            }
+            _ => Part::Other,
+        }
+    }
+
+    /// An event that came unordered: counted as in order, and recorded for the join.
+    fn unordered_event(&mut self, defs: &Defs, event: &Event) -> Result<()> {
+        let Some(mut u) = self.unordered.take() else {
+            return Ok(());
+        };
+        let done = match event {
+            Event::Slice(s) => {
+                self.slices_seen += 1;
+                let part = if defs.track(s.track).is_strict() {
+                    self.part(defs, s)
+                } else {
+                    self.non_thread_slices += 1;
+                    Part::Other
+                };
+                let correlation = match part {
+                    Part::Gpu(_) => correlation_arg(defs, s),
+                    _ => None,
+                };
+                u.slice(defs, s, part, correlation)
+            }
+            Event::Flow(f) => u.flow(defs, f),
+            Event::Sample(s) => {
+                self.samples_seen += 1;
+                if s.stack.is_none() {
+                    self.stackless_samples += 1;
+                }
+                let clean = match (s.ts, s.stack) {
+                    (Some(_), Some(stack)) => {
+                        let clean = self.gpu.cleaner.clean(defs, &mut self.tree, stack);
+                        self.gpu.cleaner.get(clean).launch.then_some(clean)
+                    }
+                    _ => None,
+                };
+                u.sample(defs, s, clean)
+            }
+            Event::Instant(_) | Event::Counter(_) => {
+                u.other();
+                Ok(())
+            }
+        };
+        self.unordered = Some(u);
+        done
     }
 
     fn register_call(
@@ -404,6 +438,42 @@ impl Exporter {
     }
 }
 
+/// The root frames of stacks seen on `root` (`--prefix process,thread`), made once per root.
+fn root_frames(
+    tree: &mut Tree,
+    prefixes: &mut FxHashMap<TrackId, Option<StackId>>,
+    opts: &ExportOptions,
+    defs: &Defs,
+    root: TrackId,
+) -> Option<StackId> {
+    if let Some(&p) = prefixes.get(&root) {
+        return p;
+    }
+    let mut names = Vec::new();
+    let track = defs.track(root).clone();
+    if opts.prefix.process {
+        if let Some(p) = track.process {
+            names.push(process_frame(defs, p));
+        }
+    }
+    if opts.prefix.thread {
+        names.push(match track.kind {
+            TrackKind::Thread(th) => {
+                let t = defs.thread(th);
+                match (t.name, t.os_tid) {
+                    (Some(n), Some(tid)) => format!("{} (tid {tid})", defs.str(n)),
+                    _ => defs.track_display_name(root),
+                }
+            }
+            _ => defs.track_display_name(root),
+        });
+    }
+    let ids: Vec<_> = names.iter().map(|n| tree.name(n)).collect();
+    let p = tree.extend(None, ids);
+    prefixes.insert(root, p);
+    p
+}
+
 /// The frame naming a process: `name (pid N)`, or what viewers would show.
 fn process_frame(defs: &Defs, p: ProcessId) -> String {
     let proc = defs.process(p);
@@ -527,6 +597,9 @@ fn attach(
 
 impl Sink for Exporter {
     fn event(&mut self, defs: &Defs, _: &mut Diagnostics, event: Event) -> Result<()> {
+        if self.unordered.is_some() {
+            return self.unordered_event(defs, &event);
+        }
         match &event {
             Event::Slice(s) => self.slice(defs, s),
             Event::Flow(f) => self.flow(defs, f),
@@ -553,6 +626,28 @@ impl Sink for Exporter {
     fn args_read(&self) -> ArgsRead {
         ArgsRead::Only(CORRELATION_KEYS)
     }
+
+    /// Yes for the GPU view (known from the options), which works out what it needs of the
+    /// order itself ([`unordered`]).
+    fn unordered(&mut self) -> bool {
+        if self.timeline {
+            return false;
+        }
+        self.unordered = Some(Box::default());
+        true
+    }
+
+    fn begin_input(&mut self) {
+        if let Some(u) = &mut self.unordered {
+            u.begin_input();
+        }
+    }
+
+    fn offsets(&mut self, offsets: &[i64]) {
+        if let Some(u) = &mut self.unordered {
+            u.set_offsets(offsets);
+        }
+    }
 }
 
 impl Exporter {
@@ -564,6 +659,11 @@ impl Exporter {
         diag: &mut Diagnostics,
         out: &mut dyn Write,
     ) -> Result<(Fold, Weight, Written)> {
+        if let Some(u) = self.unordered.take() {
+            let (tree, prefixes, opts) = (&mut self.tree, &mut self.prefixes, &self.opts);
+            let mut prefix = |root| root_frames(tree, prefixes, opts, defs, root);
+            u.resolve(&mut self.gpu, &mut prefix, defs, diag)?;
+        }
         self.lanes.close_all(self.trace_end);
         diag.record_n(
             &d::OPEN_SLICE,
