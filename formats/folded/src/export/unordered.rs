@@ -37,6 +37,13 @@ pub type Prefix<'a> = dyn FnMut(TrackId) -> Option<StackId> + 'a;
 
 const LAUNCH: Part = Part::Api { launch: true };
 
+/// An event's arrival number: 32 bits, which no input within the memory budget exceeds (more
+/// events give up on the unordered join).
+type Seq = u32;
+
+/// No correlation id.
+const NO_ID: u64 = u64::MAX;
+
 /// No index: a slice not registered with the join, a flow point bound to no slice.
 const NONE: u32 = u32::MAX;
 /// A slice about to be registered.
@@ -53,30 +60,33 @@ pub enum Part {
     Gpu(SliceKind),
 }
 
+/// A slice as the join needs it: 48 bytes (a million launches keep two million).
 #[derive(Clone, Copy)]
 struct SliceRec {
-    track: TrackId,
-    name: StrId,
     ts: i64,
     dur: i64,
-    seq: u64,
-    /// A GPU slice's correlation id (from its args), which flow ends prefer.
-    correlation: Option<u64>,
+    /// A GPU slice's correlation id (from its args), which flow ends prefer ([`NO_ID`]).
+    correlation: u64,
+    /// Its arrival number ([`Seq`]).
+    seq: Seq,
+    track: TrackId,
+    name: StrId,
     /// Its root track's group.
     slot: u32,
-    part: Part,
     /// Its call or work index in the join ([`NONE`], [`TAKEN`]).
     index: u32,
+    part: Part,
     /// On a thread's or a stream's track (or a lane of one): the exporter's lanes hold it.
     strict: bool,
 }
 
+/// A flow point as the join needs it: 32 bytes.
 #[derive(Clone, Copy)]
 struct FlowRec {
     id: FlowId,
-    slot: u32,
     ts: i64,
-    seq: u64,
+    seq: Seq,
+    slot: u32,
     /// The slice it binds to ([`NONE`]).
     bound: u32,
     start: bool,
@@ -94,7 +104,7 @@ struct SampleRec {
     slot: u32,
     clean: u32,
     ts: i64,
-    seq: u64,
+    seq: Seq,
     weight: i64,
 }
 
@@ -184,9 +194,10 @@ impl Unordered {
         self.offsets.get(input as usize).copied().unwrap_or(0)
     }
 
-    fn next_seq(&mut self) -> u64 {
+    fn next_seq(&mut self) -> Seq {
         self.seq += 1;
-        self.seq - 1
+        // past the 32 bits of a record's arrival number, `resolve` gives up
+        Seq::try_from(self.seq - 1).unwrap_or(Seq::MAX)
     }
 
     /// Stops taking records: the order is needed (`reason`).
@@ -282,7 +293,7 @@ impl Unordered {
             ts: s.ts,
             dur,
             seq,
-            correlation,
+            correlation: correlation.unwrap_or(NO_ID),
             slot: t.slot,
             part,
             // a launch registers at its own place
@@ -357,6 +368,9 @@ impl Unordered {
     ) -> Result<()> {
         if let Some(reason) = self.gave_up {
             return Err(Error::NeedsOrder(reason));
+        }
+        if self.seq > u64::from(Seq::MAX) {
+            return Err(Error::NeedsOrder("too many events to number"));
         }
         // the threads of the samples, registered first (the join's order of threads is not
         // the output's)
@@ -433,7 +447,7 @@ impl Unordered {
                 .saturating_add(self.offset(self.groups[s.slot as usize].input)),
             class: 0,
             neg_dur: s.dur.saturating_neg(),
-            seq: s.seq,
+            seq: s.seq.into(),
         }
     }
 
@@ -444,7 +458,7 @@ impl Unordered {
                 .saturating_add(self.offset(self.groups[f.slot as usize].input)),
             class: 2,
             neg_dur: 0,
-            seq: f.seq,
+            seq: f.seq.into(),
         }
     }
 
@@ -568,7 +582,7 @@ impl Unordered {
                         ts: s.ts.saturating_add(off),
                         class: 0,
                         neg_dur: s.dur.saturating_neg(),
-                        seq: s.seq,
+                        seq: s.seq.into(),
                     };
                     return Some((key, i));
                 }
@@ -762,7 +776,7 @@ fn route_group(rec: &Records, g: &Group, r: &mut Routing) -> Vec<Moved> {
                 ts,
                 class: 0,
                 neg_dur: s.dur.saturating_neg(),
-                seq: s.seq,
+                seq: s.seq.into(),
             };
             let kind = overlap_kind(kind);
             match moved.iter_mut().find(|m| std::ptr::eq(m.0, kind)) {
@@ -818,7 +832,9 @@ fn bind_group(rec: &Records, g: &mut Group, r: &Routing) -> Result<()> {
             let o = &rec.slices[g.slices[at] as usize];
             match (f.start, o.part) {
                 (true, Part::Api { launch }) => 1 + u8::from(launch || called[at]),
-                (false, Part::Gpu(_)) => 1 + u8::from(o.correlation == Some(f.id.0)),
+                (false, Part::Gpu(_)) => {
+                    1 + u8::from(o.correlation == f.id.0 && o.correlation != NO_ID)
+                }
                 _ => 0,
             }
         };
@@ -927,6 +943,13 @@ mod tests {
         *seed ^= *seed >> 7;
         *seed ^= *seed << 17;
         *seed
+    }
+
+    #[test]
+    fn records_stay_small() {
+        // a million launches keep two million slices and flow points
+        assert_eq!(size_of::<SliceRec>(), 48);
+        assert_eq!(size_of::<FlowRec>(), 32);
     }
 
     #[test]
