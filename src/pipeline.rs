@@ -125,12 +125,8 @@ impl Stage for Chain<'_> {
             Chain::Direct(s) => s.push(defs, diag, e),
             Chain::Sorted(s) => s.push(defs, diag, e),
             Chain::Unordered(u) => {
-                // the sorter's rule: a sample without a time is no input's start
-                if !matches!(&e, Event::Sample(s) if s.ts.is_none()) {
-                    if let Some(f) = u.first_ts.last_mut() {
-                        let ts = e.ts();
-                        *f = Some(f.map_or(ts, |t| t.min(ts)));
-                    }
+                if let Some(first) = u.first_ts.last_mut() {
+                    tracex_ir::order::note_start(first, &e);
                 }
                 u.sink.event(defs, diag, e)
             }
@@ -188,18 +184,20 @@ pub fn import_all(
         }
     }
     if several {
-        match chain {
-            Chain::Sorted(sorter) => {
-                let (offsets, origin) = offsets(&origins, sorter.first_ts(), align, diag);
-                sorter.set_offsets(offsets);
-                defs.clock.origin_unix_ns = origin;
+        // several inputs are always reordered, or taken unordered
+        let first = match chain {
+            Chain::Sorted(sorter) => Some(sorter.first_ts()),
+            Chain::Unordered(u) => Some(&u.first_ts[..]),
+            Chain::Direct(_) => None,
+        };
+        if let Some(first) = first {
+            let (offsets, origin) = offsets(&origins, first, align, diag);
+            defs.clock.origin_unix_ns = origin;
+            match chain {
+                Chain::Sorted(sorter) => sorter.set_offsets(offsets),
+                Chain::Unordered(u) => u.sink.offsets(&offsets),
+                Chain::Direct(_) => {}
             }
-            Chain::Unordered(u) => {
-                let (offsets, origin) = offsets(&origins, &u.first_ts, align, diag);
-                u.sink.offsets(&offsets);
-                defs.clock.origin_unix_ns = origin;
-            }
-            Chain::Direct(_) => {}
         }
     } else {
         defs.clock.origin_unix_ns = origins.first().copied().flatten();

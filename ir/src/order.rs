@@ -32,17 +32,38 @@ pub struct OrderKey {
 
 impl OrderKey {
     pub fn of(ev: &Event, seq: u64) -> OrderKey {
-        let (class, neg_dur) = match ev {
-            Event::Slice(s) => (0, s.dur.map_or(i64::MIN, |d| d.saturating_neg())),
-            Event::Instant(_) => (1, 0),
-            Event::Flow(_) => (2, 0),
-            Event::Counter(_) => (3, 0),
-            Event::Sample(_) => (4, 0),
+        let ts = ev.ts();
+        let class = match ev {
+            Event::Slice(s) => return OrderKey::slice(ts, s.dur, seq),
+            Event::Flow(_) => return OrderKey::flow(ts, seq),
+            Event::Instant(_) => 1,
+            Event::Counter(_) => 3,
+            Event::Sample(_) => 4,
         };
         OrderKey {
-            ts: ev.ts(),
+            ts,
             class,
-            neg_dur,
+            neg_dur: 0,
+            seq,
+        }
+    }
+
+    /// The key of a slice at `ts` lasting `dur` (`None`: never ended), arrived `seq`th.
+    pub fn slice(ts: i64, dur: Option<i64>, seq: u64) -> OrderKey {
+        OrderKey {
+            ts,
+            class: 0,
+            neg_dur: dur.map_or(i64::MIN, |d| d.saturating_neg()),
+            seq,
+        }
+    }
+
+    /// The key of a flow point at `ts`, arrived `seq`th.
+    pub fn flow(ts: i64, seq: u64) -> OrderKey {
+        OrderKey {
+            ts,
+            class: 2,
+            neg_dur: 0,
             seq,
         }
     }
@@ -64,6 +85,15 @@ impl OrderKey {
             neg_dur,
             seq,
         })
+    }
+}
+
+/// Lowers `first`, an input's earliest time (which inputs are lined up on), to `ev`'s time: a
+/// sample without a time is no input's start.
+pub fn note_start(first: &mut Option<i64>, ev: &Event) {
+    if !matches!(ev, Event::Sample(s) if s.ts.is_none()) {
+        let ts = ev.ts();
+        *first = Some(first.map_or(ts, |t| t.min(ts)));
     }
 }
 
@@ -689,10 +719,7 @@ impl<S: Stage> Stage for Sorter<S> {
     fn push(&mut self, _: &mut Defs, _: &mut Diagnostics, event: Event) -> Result<()> {
         let key = OrderKey::of(&event, self.seq);
         self.seq += 1;
-        if !matches!(&event, Event::Sample(s) if s.ts.is_none()) {
-            let f = &mut self.first_ts[self.input as usize];
-            *f = Some(f.map_or(key.ts, |t: i64| t.min(key.ts)));
-        }
+        note_start(&mut self.first_ts[self.input as usize], &event);
         // a sample without a time sorts at i64::MIN: not a base
         let base = match self.base {
             Some(b) => b,

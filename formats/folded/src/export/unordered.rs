@@ -80,6 +80,13 @@ struct SliceRec {
     strict: bool,
 }
 
+impl SliceRec {
+    /// Its key in the total order, its input moved by `off`.
+    fn key(&self, off: i64) -> OrderKey {
+        OrderKey::slice(self.ts.saturating_add(off), Some(self.dur), self.seq.into())
+    }
+}
+
 /// A flow point as the join needs it: 32 bytes.
 #[derive(Clone, Copy)]
 struct FlowRec {
@@ -440,26 +447,17 @@ impl Unordered {
         Ok(())
     }
 
+    /// The key of slice `s` in the total order, its input moved in time.
     fn slice_key(&self, s: &SliceRec) -> OrderKey {
-        OrderKey {
-            ts: s
-                .ts
-                .saturating_add(self.offset(self.groups[s.slot as usize].input)),
-            class: 0,
-            neg_dur: s.dur.saturating_neg(),
-            seq: s.seq.into(),
-        }
+        s.key(self.groups[s.slot as usize].off)
     }
 
+    /// The key of flow point `f` in the total order, its input moved in time.
     fn flow_key(&self, f: &FlowRec) -> OrderKey {
-        OrderKey {
-            ts: f
-                .ts
-                .saturating_add(self.offset(self.groups[f.slot as usize].input)),
-            class: 2,
-            neg_dur: 0,
-            seq: f.seq.into(),
-        }
+        OrderKey::flow(
+            f.ts.saturating_add(self.groups[f.slot as usize].off),
+            f.seq.into(),
+        )
     }
 
     /// Counts the slices the overlap router would move to overflow lanes (`moved`: per kind,
@@ -467,14 +465,8 @@ impl Unordered {
     /// of its first.
     fn record_moved(&self, moved: Vec<Moved>, diag: &mut Diagnostics) {
         let mut kinds: Vec<Moved> = Vec::new();
-        for (kind, n, first) in moved {
-            match kinds.iter_mut().find(|m| std::ptr::eq(m.0, kind)) {
-                Some(m) => {
-                    m.1 += n;
-                    m.2 = m.2.min(first);
-                }
-                None => kinds.push((kind, n, first)),
-            }
+        for m in moved {
+            add_moved(&mut kinds, m);
         }
         for (kind, n, first) in kinds {
             // the router counts slices as they pass: the first one's place among all of them
@@ -572,19 +564,12 @@ impl Unordered {
         launches: bool,
     ) -> Option<(OrderKey, u32)> {
         let g = &self.groups[slot];
-        let off = self.offset(g.input);
         if launches {
             while let Some(&i) = g.slices.get(cursor.0) {
                 cursor.0 += 1;
                 let s = &self.slices[i as usize];
                 if s.part == LAUNCH {
-                    let key = OrderKey {
-                        ts: s.ts.saturating_add(off),
-                        class: 0,
-                        neg_dur: s.dur.saturating_neg(),
-                        seq: s.seq.into(),
-                    };
-                    return Some((key, i));
+                    return Some((s.key(g.off), i));
                 }
             }
         } else {
@@ -702,6 +687,18 @@ struct Records<'a> {
 /// Slices the overlap router moves to overflow lanes: the diagnostic, how many, the first.
 type Moved = (&'static DiagKind, u64, OrderKey);
 
+/// Adds `m` to the slices moved in `list`, one entry per diagnostic: the counts summed, the
+/// first the earliest.
+fn add_moved(list: &mut Vec<Moved>, m: Moved) {
+    match list.iter_mut().find(|e| std::ptr::eq(e.0, m.0)) {
+        Some(e) => {
+            e.1 += m.1;
+            e.2 = e.2.min(m.2);
+        }
+        None => list.push(m),
+    }
+}
+
 /// Orders `groups`: sorts their slices and
 /// flow points, gives each slice its lane and each flow point its slice.
 fn order_groups(rec: &Records, groups: &mut [&mut Group]) -> Result<Vec<Moved>> {
@@ -718,12 +715,10 @@ fn order_groups(rec: &Records, groups: &mut [&mut Group]) -> Result<Vec<Moved>> 
 /// Puts a group's slices and flow points in the order.
 fn sort_group(rec: &Records, g: &mut Group) {
     if !g.slices_sorted {
-        sort_nearly(&mut g.slices, |i| {
-            let s = &rec.slices[i as usize];
-            (s.ts, s.dur.saturating_neg(), s.seq)
-        });
+        sort_nearly(&mut g.slices, |i| rec.slices[i as usize].key(g.off));
     }
     if !g.flows_sorted {
+        // flow points all rank alike: by time, then arrival
         sort_nearly(&mut g.flows, |i| {
             (rec.flows[i as usize].ts, rec.flows[i as usize].seq)
         });
@@ -744,7 +739,6 @@ struct Routing {
 /// Gives each slice of group `g` the lane the overlap router would; returns the slices it
 /// would move to overflow lanes.
 fn route_group(rec: &Records, g: &Group, r: &mut Routing) -> Vec<Moved> {
-    let off = g.off;
     let mut moved: Vec<Moved> = Vec::new();
     r.tracks.clear();
     r.levels.clear();
@@ -768,24 +762,11 @@ fn route_group(rec: &Records, g: &Group, r: &mut Routing) -> Vec<Moved> {
             r.levels.push(0);
             continue;
         }
-        let ts = s.ts.saturating_add(off);
-        let level = place(lanes, ts, ts.saturating_add(s.dur));
+        let key = s.key(g.off);
+        let level = place(lanes, key.ts, key.ts.saturating_add(s.dur));
         r.levels.push(level as u32);
         if level > 0 {
-            let key = OrderKey {
-                ts,
-                class: 0,
-                neg_dur: s.dur.saturating_neg(),
-                seq: s.seq.into(),
-            };
-            let kind = overlap_kind(kind);
-            match moved.iter_mut().find(|m| std::ptr::eq(m.0, kind)) {
-                Some(m) => {
-                    m.1 += 1;
-                    m.2 = m.2.min(key);
-                }
-                None => moved.push((kind, 1, key)),
-            }
+            add_moved(&mut moved, (overlap_kind(kind), 1, key));
         }
     }
     moved
