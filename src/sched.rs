@@ -11,16 +11,22 @@
 //!
 //! `TRACEX_SCHED_BATCH=0` keeps the policy the process was started with. A process started
 //! under another policy than the default (real-time, idle) keeps it too.
+//!
+//! The threads of a short pipeline also start on different CPUs ([`tracex_ir::apart`]);
+//! `TRACEX_APART=0` leaves their placement to the kernel.
 
-/// Switches the calling thread, and so every thread it starts later, to `SCHED_BATCH`; call
+/// Switches the calling thread, and so every thread it starts later, to `SCHED_BATCH`, and sets
+/// whether pipelines split the CPUs ([`tracex_ir::apart`]); call
 /// first thing in `main`. Failure (a kernel or sandbox that refuses it) changes nothing.
 pub fn init() {
     if wanted(std::env::var_os("TRACEX_SCHED_BATCH").as_deref()) {
         to_batch();
     }
+    tracex_ir::apart::set_enabled(wanted(std::env::var_os("TRACEX_APART").as_deref()));
 }
 
-/// Whether `TRACEX_SCHED_BATCH` (its value, if set) asks for `SCHED_BATCH`: anything but `0`.
+/// Whether a setting (`TRACEX_SCHED_BATCH`, `TRACEX_APART`: its value, if set) is on: anything
+/// but `0`.
 fn wanted(setting: Option<&std::ffi::OsStr>) -> bool {
     setting.is_none_or(|v| v != "0")
 }

@@ -5,6 +5,8 @@
 use std::io;
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 
+use crate::apart::Held;
+
 /// A batch of what a reader thread read: emptied by the importing thread once handed on, and
 /// sent back to be filled again.
 pub trait Batch: Default + Send {
@@ -86,15 +88,19 @@ pub fn read_ahead<B: Batch, E: From<io::Error>>(
     let (tx, rx) = sync_channel(AHEAD);
     let (spent_tx, spent_rx) = channel();
     std::thread::scope(|scope| {
+        let (mine, other) = crate::apart::split();
         std::thread::Builder::new()
             .name(name.into())
             .spawn_scoped(scope, move || {
-                read(&mut Handoff::new(tx, spent_rx, first, most))
+                let held = other.enter();
+                read(&mut Handoff::new(tx, spent_rx, first, most).held(held))
             })?;
+        let mut held = mine.hold();
         // `rx` is dropped when this returns, so a reader still running stops at its next send
         let rx = rx;
         // the reader hangs up after its last batch (or by panicking, which the scope passes on)
         while let Ok(msg) = rx.recv() {
+            held.check();
             match msg {
                 Msg::Batch(mut batch) => {
                     each(&mut batch)?;
@@ -121,6 +127,8 @@ pub struct Handoff<M, B> {
     /// Bytes at which the current batch is full.
     full: usize,
     most: usize,
+    /// The reader thread kept off the importing thread's CPUs for a while.
+    held: Option<Held>,
 }
 
 impl<M, B: Batch> Handoff<M, B> {
@@ -135,7 +143,15 @@ impl<M, B: Batch> Handoff<M, B> {
             back: 0,
             full: first,
             most,
+            held: None,
         }
+    }
+
+    /// Gives the reader's hold on its CPUs ([`apart`](crate::apart)) to this hand-off, which
+    /// checks it batch by batch.
+    pub fn held(mut self, held: Held) -> Self {
+        self.held = Some(held);
+        self
     }
 
     /// Sends `batch` (as `wrap` makes it a message) once it holds `bytes` or more, leaving an
@@ -146,6 +162,9 @@ impl<M, B: Batch> Handoff<M, B> {
             return true;
         }
         self.full = (self.full * 2).min(self.most);
+        if let Some(held) = &mut self.held {
+            held.check();
+        }
         self.collect();
         let mut next = self.pool.pop().unwrap_or_default();
         next.reserve_like(batch, bytes, self.full);

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod ahead;
+pub mod apart;
 pub mod builder;
 pub mod codec;
 pub mod decimal;

@@ -10,6 +10,7 @@ use std::ops::Range;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
 use tracex_ir::ahead::{self, Batch as _, Handoff, BATCH_BYTES, FIRST_BATCH};
+use tracex_ir::apart::Held;
 
 use super::fast::{self, Layout, Spans};
 use super::raw::RawEvent;
@@ -194,10 +195,10 @@ enum Msg {
 
 /// The reader thread: fills batches (reusing spent ones from `spent`) until the document ends,
 /// an error stops it, or the importer hangs up.
-fn read_ahead<R: Read>(reader: R, tx: SyncSender<Msg>, spent: Receiver<Batch>) {
+fn read_ahead<R: Read>(reader: R, tx: SyncSender<Msg>, spent: Receiver<Batch>, held: Held) {
     let mut tok = Tokenizer::new(reader);
     let mut batch = Batch::default();
-    let mut out = Handoff::new(tx, spent, FIRST_BATCH, BATCH_BYTES);
+    let mut out = Handoff::new(tx, spent, FIRST_BATCH, BATCH_BYTES).held(held);
     loop {
         match tok.next_item(&mut batch.spans) {
             Ok(Some(item)) => {
@@ -230,14 +231,21 @@ pub fn pieces<R: Read + Send, E: From<TokError>>(
     let (tx, rx) = sync_channel(AHEAD);
     let (spent_tx, spent_rx): (Sender<Batch>, _) = channel();
     std::thread::scope(|scope| {
+        let (mine, other) = tracex_ir::apart::split();
         std::thread::Builder::new()
             .name("chrome read-ahead".into())
-            .spawn_scoped(scope, move || read_ahead(reader, tx, spent_rx))
+            .spawn_scoped(scope, move || {
+                let held = other.enter();
+                read_ahead(reader, tx, spent_rx, held)
+            })
             .map_err(TokError::Io)?;
+        let mut held = mine.hold();
         // `rx` is dropped when this returns, so a reader still running stops at its next send
         let rx = rx;
         loop {
-            match rx.recv() {
+            let msg = rx.recv();
+            held.check();
+            match msg {
                 Ok(Msg::Batch(mut batch)) => {
                     batch.each(&mut each)?;
                     batch.clear();

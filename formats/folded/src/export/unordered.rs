@@ -422,13 +422,19 @@ impl Unordered {
             }
         }
         let (helped, ordered) = std::thread::scope(|scope| {
-            let helper = scope.spawn(|| {
+            // on CPUs of its own: a kernel that packs threads queued it behind this one
+            let (here, there) = tracex_ir::apart::split();
+            let (records, roots, offsets) = (&records, &roots, &offsets);
+            let helper = scope.spawn(move || {
+                let _held = there.enter();
                 touched.prefault(calls, works);
-                let at_launch = launch_samples(samples, &roots, &offsets);
-                let ordered = order_groups(&records, &mut theirs);
+                let at_launch = launch_samples(samples, roots, offsets);
+                let ordered = order_groups(records, &mut theirs);
                 (at_launch, ordered)
             });
-            let ordered = order_groups(&records, &mut mine);
+            let held = here.hold();
+            let ordered = order_groups(records, &mut mine);
+            drop(held);
             (helper.join(), ordered)
         });
         let (at_launch, their_ordered) =
