@@ -27,6 +27,8 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use sys::Cpus;
+
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
 /// How long the threads keep to their halves.
@@ -37,44 +39,30 @@ pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Relaxed);
 }
 
-#[cfg(target_os = "linux")]
-type Cpus = rustix::thread::CpuSet;
-#[cfg(not(target_os = "linux"))]
-type Cpus = ();
-
 /// Splits the CPUs the calling thread may use in two: the half of the CPU it runs on, for it
 /// ([`Mine::hold`]), and the other half, for the thread it starts next ([`Other::enter`]).
 /// Hold yours after starting that thread: a thread starts with the CPUs of the one that
 /// started it.
 pub fn split() -> (Mine, Other) {
     let until = Instant::now() + HOLD;
-    #[cfg(target_os = "linux")]
-    if ENABLED.load(Ordering::Relaxed) {
-        use rustix::thread::{sched_getaffinity, sched_getcpu, CpuSet};
-        if let Ok(all) = sched_getaffinity(None) {
-            let cpus = (0..CpuSet::MAX_CPU).filter(|&c| all.is_set(c));
-            if let Some((mine, theirs)) = halves(cpus, sched_getcpu()) {
-                let set = |cpus: Vec<usize>| {
-                    let mut s = CpuSet::new();
-                    cpus.into_iter().for_each(|c| s.set(c));
-                    s
-                };
-                return (
-                    Mine(Some((set(mine), until))),
-                    Other(Some((set(theirs), until))),
-                );
-            }
-        }
+    let halves = ENABLED
+        .load(Ordering::Relaxed)
+        .then(sys::allowed)
+        .flatten()
+        .and_then(|cpus| halves(cpus.into_iter(), sys::current()));
+    match halves {
+        Some((mine, theirs)) => (
+            Mine(Some((sys::set_of(&mine), until))),
+            Other(Some((sys::set_of(&theirs), until))),
+        ),
+        None => (Mine(None), Other(None)),
     }
-    let _ = until;
-    (Mine(None), Other(None))
 }
 
 /// The half of the CPUs the calling thread keeps, and until when.
 pub struct Mine(Option<(Cpus, Instant)>);
 
 /// The half of the CPUs the started thread moves to, and until when.
-#[derive(Clone)]
 pub struct Other(Option<(Cpus, Instant)>);
 
 impl Mine {
@@ -101,16 +89,11 @@ pub struct Held {
 
 impl Held {
     fn to(half: Option<(Cpus, Instant)>) -> Held {
-        #[cfg(target_os = "linux")]
         let back = half.and_then(|(half, until)| {
-            use rustix::thread::{sched_getaffinity, sched_setaffinity};
-            let all = sched_getaffinity(None).ok()?;
+            let all = sys::mine()?;
             // a refusal leaves the thread where it is, which is only slower
-            sched_setaffinity(None, &half).ok()?;
-            Some((all, until))
+            sys::pin(&half).then_some((all, until))
         });
-        #[cfg(not(target_os = "linux"))]
-        let back = half.map(|_| ((), Instant::now()));
         Held {
             back,
             _thread: PhantomData,
@@ -119,15 +102,18 @@ impl Held {
 
     /// Gives the CPUs back once [`HOLD`] has passed since the split; call now and then.
     pub fn check(&mut self) {
-        if self.back.is_some_and(|(_, until)| Instant::now() >= until) {
+        if self
+            .back
+            .as_ref()
+            .is_some_and(|(_, until)| Instant::now() >= *until)
+        {
             self.give_back();
         }
     }
 
     fn give_back(&mut self) {
-        if let Some((_all, _)) = self.back.take() {
-            #[cfg(target_os = "linux")]
-            let _ = rustix::thread::sched_setaffinity(None, &_all);
+        if let Some((all, _)) = self.back.take() {
+            sys::pin(&all);
         }
     }
 }
@@ -135,6 +121,59 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         self.give_back();
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod sys {
+    use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
+
+    pub type Cpus = CpuSet;
+
+    /// The calling thread's CPUs.
+    pub fn mine() -> Option<Cpus> {
+        sched_getaffinity(None).ok()
+    }
+
+    /// The calling thread's CPUs, ascending.
+    pub fn allowed() -> Option<Vec<usize>> {
+        let all = mine()?;
+        Some((0..CpuSet::MAX_CPU).filter(|&c| all.is_set(c)).collect())
+    }
+
+    /// The CPU the calling thread runs on.
+    pub fn current() -> usize {
+        sched_getcpu()
+    }
+
+    pub fn set_of(cpus: &[usize]) -> Cpus {
+        let mut s = CpuSet::new();
+        cpus.iter().for_each(|&c| s.set(c));
+        s
+    }
+
+    /// Keeps the calling thread to `cpus` (moving it there now); false if the kernel refused.
+    pub fn pin(cpus: &Cpus) -> bool {
+        sched_setaffinity(None, cpus).is_ok()
+    }
+}
+
+/// Elsewhere the threads stay where the system puts them.
+#[cfg(not(target_os = "linux"))]
+mod sys {
+    pub type Cpus = ();
+    pub fn mine() -> Option<Cpus> {
+        None
+    }
+    pub fn allowed() -> Option<Vec<usize>> {
+        None
+    }
+    pub fn current() -> usize {
+        0
+    }
+    pub fn set_of(_: &[usize]) -> Cpus {}
+    pub fn pin(_: &Cpus) -> bool {
+        false
     }
 }
 
