@@ -126,7 +126,7 @@ impl Drop for Held {
 
 #[cfg(target_os = "linux")]
 mod sys {
-    use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
+    use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
 
     pub type Cpus = CpuSet;
 
@@ -141,9 +141,14 @@ mod sys {
         Some((0..CpuSet::MAX_CPU).filter(|&c| all.is_set(c)).collect())
     }
 
-    /// The CPU the calling thread runs on.
+    /// The CPU the calling thread runs on (0 if unknown). glibc's `sched_getcpu`, not
+    /// rustix's: rustix finds the vDSO through the auxiliary vector itself, and read out of
+    /// bounds there under valgrind.
     pub fn current() -> usize {
-        sched_getcpu()
+        // SAFETY: `sched_getcpu` takes no arguments, touches no memory of the caller and
+        // returns a CPU number or -1.
+        let cpu = unsafe { libc::sched_getcpu() };
+        usize::try_from(cpu).unwrap_or(0)
     }
 
     pub fn set_of(cpus: &[usize]) -> Cpus {
@@ -245,7 +250,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn the_threads_run_apart() {
-        use rustix::thread::{sched_getaffinity, sched_getcpu};
+        use rustix::thread::sched_getaffinity;
         std::thread::spawn(|| {
             if sched_getaffinity(None).unwrap().count() < 2 {
                 return;
@@ -253,10 +258,10 @@ mod tests {
             let (mine, other) = split();
             let started = std::thread::spawn(move || {
                 let _held = other.enter();
-                (sched_getaffinity(None).unwrap(), sched_getcpu())
+                (sched_getaffinity(None).unwrap(), sys::current())
             });
             let _held = mine.hold();
-            let (here, there) = (sched_getaffinity(None).unwrap(), sched_getcpu());
+            let (here, there) = (sched_getaffinity(None).unwrap(), sys::current());
             let (theirs, their_cpu) = started.join().unwrap();
             assert!(
                 here.is_set(there) && !theirs.is_set(there),
