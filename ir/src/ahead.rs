@@ -5,7 +5,7 @@
 use std::io;
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 
-use crate::apart::Held;
+use crate::apart::{self, Held};
 
 /// A batch of what a reader thread read: emptied by the importing thread once handed on, and
 /// sent back to be filled again.
@@ -88,14 +88,10 @@ pub fn read_ahead<B: Batch, E: From<io::Error>>(
     let (tx, rx) = sync_channel(AHEAD);
     let (spent_tx, spent_rx) = channel();
     std::thread::scope(|scope| {
-        let (mine, other) = crate::apart::split();
-        std::thread::Builder::new()
-            .name(name.into())
-            .spawn_scoped(scope, move || {
-                let held = other.enter();
-                read(&mut Handoff::new(tx, spent_rx, first, most).held(held))
-            })?;
-        let mut held = mine.hold();
+        let builder = std::thread::Builder::new().name(name.into());
+        let (_, mut held) = apart::spawn_scoped(scope, builder, move |held| {
+            read(&mut Handoff::new(tx, spent_rx, first, most).held(held))
+        })?;
         // `rx` is dropped when this returns, so a reader still running stops at its next send
         let rx = rx;
         // the reader hangs up after its last batch (or by panicking, which the scope passes on)

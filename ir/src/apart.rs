@@ -12,9 +12,9 @@
 //! importing thread, woken by each other's hand-offs, then took turns on one CPU, and the
 //! 20k-launch GPU merge took 30-33 ms instead of 26.
 //!
-//! [`split`] gives the two threads disjoint halves of the CPUs the calling thread may run on:
-//! it keeps the half holding its CPU ([`Mine::hold`]), the thread it started moves to the
-//! other half first thing ([`Other::enter`]). Each gives every CPU back when its [`Held`]
+//! [`spawn_scoped`] gives the two threads disjoint halves of the CPUs the calling thread may
+//! run on: it keeps the half holding its CPU, the thread it starts moves to the other half
+//! first thing. Each gives every CPU back when its [`Held`]
 //! is dropped or, checked batch by batch, once [`HOLD`] has passed since the split: by then the
 //! kernel sees the threads' load and spreads them itself, and it balances a longer job's
 //! other threads (sorter, exporter, writer) better than fixed halves did (Chrome 2M → JSON
@@ -23,8 +23,10 @@
 //! Nothing changes where the thread may use a single CPU, where the kernel refuses, or when
 //! [`set_enabled`] turned it off (`TRACEX_APART=0`).
 
+use std::io;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{Builder, Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use sys::Cpus;
@@ -39,44 +41,56 @@ pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Relaxed);
 }
 
-/// Splits the CPUs the calling thread may use in two: the half of the CPU it runs on, for it
-/// ([`Mine::hold`]), and the other half, for the thread it starts next ([`Other::enter`]).
-/// Hold yours after starting that thread: a thread starts with the CPUs of the one that
-/// started it.
-pub fn split() -> (Mine, Other) {
-    let until = Instant::now() + HOLD;
-    let halves = ENABLED
-        .load(Ordering::Relaxed)
-        .then(sys::allowed)
-        .flatten()
-        .and_then(|cpus| halves(cpus.into_iter(), sys::current()));
-    match halves {
-        Some((mine, theirs)) => (
-            Mine(Some((sys::set_of(&mine), until))),
-            Other(Some((sys::set_of(&theirs), until))),
-        ),
-        None => (Mine(None), Other(None)),
-    }
+/// Starts `f` on a thread of `scope` (as `builder` makes it) and splits the CPUs the calling
+/// thread may use between the two: the calling thread keeps the half of the CPU it runs on
+/// (the [`Held`] returned), the new one moves to the other half before `f` runs (the [`Held`]
+/// `f` gets). The calling thread is held only once the new one is started, as a thread starts
+/// with the CPUs of the one that started it.
+pub fn spawn_scoped<'scope, T: Send + 'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    builder: Builder,
+    f: impl FnOnce(Held) -> T + Send + 'scope,
+) -> io::Result<(ScopedJoinHandle<'scope, T>, Held)> {
+    let split = split();
+    let theirs = split.map(|s| Hold {
+        half: s.theirs,
+        ..s.mine
+    });
+    let handle = builder.spawn_scoped(scope, move || f(Held::to(theirs)))?;
+    Ok((handle, Held::to(split.map(|s| s.mine))))
 }
 
-/// The half of the CPUs the calling thread keeps, and until when.
-pub struct Mine(Option<(Cpus, Instant)>);
-
-/// The half of the CPUs the started thread moves to, and until when.
-pub struct Other(Option<(Cpus, Instant)>);
-
-impl Mine {
-    /// Holds the calling thread to its half.
-    pub fn hold(self) -> Held {
-        Held::to(self.0)
-    }
+/// A thread's half of the CPUs, what it had, and until when it keeps to the half.
+#[derive(Clone, Copy)]
+struct Hold {
+    half: Cpus,
+    all: Cpus,
+    until: Instant,
 }
 
-impl Other {
-    /// Moves the calling thread to its half; call first thing on the started thread.
-    pub fn enter(self) -> Held {
-        Held::to(self.0)
+/// The two halves of a split, the calling thread's and the started thread's.
+#[derive(Clone, Copy)]
+struct Split {
+    mine: Hold,
+    theirs: Cpus,
+}
+
+/// Splits the CPUs the calling thread may use in two: the half of the CPU it runs on, and the
+/// other. None where it may use one CPU, or the splitting is off.
+fn split() -> Option<Split> {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return None;
     }
+    let all = sys::mine()?;
+    let (mine, theirs) = halves(sys::list(&all).into_iter(), sys::current())?;
+    Some(Split {
+        mine: Hold {
+            half: sys::set_of(&mine),
+            all,
+            until: Instant::now() + HOLD,
+        },
+        theirs: sys::set_of(&theirs),
+    })
 }
 
 /// A thread held to a half of its CPUs. Not `Send`: the CPUs are the thread's own, and are
@@ -88,12 +102,10 @@ pub struct Held {
 }
 
 impl Held {
-    fn to(half: Option<(Cpus, Instant)>) -> Held {
-        let back = half.and_then(|(half, until)| {
-            let all = sys::mine()?;
-            // a refusal leaves the thread where it is, which is only slower
-            sys::pin(&half).then_some((all, until))
-        });
+    /// Holds the calling thread to `hold`'s half.
+    fn to(hold: Option<Hold>) -> Held {
+        // a refusal leaves the thread where it is, which is only slower
+        let back = hold.and_then(|h| sys::pin(&h.half).then_some((h.all, h.until)));
         Held {
             back,
             _thread: PhantomData,
@@ -135,10 +147,9 @@ mod sys {
         sched_getaffinity(None).ok()
     }
 
-    /// The calling thread's CPUs, ascending.
-    pub fn allowed() -> Option<Vec<usize>> {
-        let all = mine()?;
-        Some((0..CpuSet::MAX_CPU).filter(|&c| all.is_set(c)).collect())
+    /// The CPUs of `cpus`, ascending.
+    pub fn list(cpus: &Cpus) -> Vec<usize> {
+        (0..CpuSet::MAX_CPU).filter(|&c| cpus.is_set(c)).collect()
     }
 
     /// The CPU the calling thread runs on (0 if unknown). glibc's `sched_getcpu`, not
@@ -170,8 +181,8 @@ mod sys {
     pub fn mine() -> Option<Cpus> {
         None
     }
-    pub fn allowed() -> Option<Vec<usize>> {
-        None
+    pub fn list(_: &Cpus) -> Vec<usize> {
+        Vec::new()
     }
     pub fn current() -> usize {
         0
@@ -220,17 +231,17 @@ mod tests {
         std::thread::spawn(|| {
             use rustix::thread::sched_getaffinity;
             let before = sched_getaffinity(None).unwrap();
-            let (mine, other) = split();
-            let mut guard = mine.hold();
+            let split = split();
+            let mut guard = Held::to(split.map(|s| s.mine));
             let during = sched_getaffinity(None).unwrap();
             if before.count() >= 2 {
-                let theirs = other.0.expect("two CPUs or more").0;
+                let theirs = split.expect("two CPUs or more").theirs;
                 assert_eq!(during.count() + theirs.count(), before.count());
                 for c in 0..rustix::thread::CpuSet::MAX_CPU {
                     assert!(!(during.is_set(c) && theirs.is_set(c)), "cpu {c} in both");
                 }
             } else {
-                assert!(during == before && other.0.is_none());
+                assert!(during == before && split.is_none());
             }
             // held until the time is up
             guard.check();
@@ -255,14 +266,15 @@ mod tests {
             if sched_getaffinity(None).unwrap().count() < 2 {
                 return;
             }
-            let (mine, other) = split();
-            let started = std::thread::spawn(move || {
-                let _held = other.enter();
-                (sched_getaffinity(None).unwrap(), sys::current())
+            let (here, there, theirs, their_cpu) = std::thread::scope(|scope| {
+                let (started, _held) = spawn_scoped(scope, Builder::new(), |_held| {
+                    (sched_getaffinity(None).unwrap(), sys::current())
+                })
+                .unwrap();
+                let (here, there) = (sched_getaffinity(None).unwrap(), sys::current());
+                let (theirs, their_cpu) = started.join().unwrap();
+                (here, there, theirs, their_cpu)
             });
-            let _held = mine.hold();
-            let (here, there) = (sched_getaffinity(None).unwrap(), sys::current());
-            let (theirs, their_cpu) = started.join().unwrap();
             assert!(
                 here.is_set(there) && !theirs.is_set(there),
                 "this thread on {there}"

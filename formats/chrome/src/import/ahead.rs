@@ -10,7 +10,7 @@ use std::ops::Range;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
 use tracex_ir::ahead::{self, Batch as _, Handoff, BATCH_BYTES, FIRST_BATCH};
-use tracex_ir::apart::Held;
+use tracex_ir::apart::{self, Held};
 
 use super::fast::{self, Layout, Spans};
 use super::raw::RawEvent;
@@ -231,15 +231,11 @@ pub fn pieces<R: Read + Send, E: From<TokError>>(
     let (tx, rx) = sync_channel(AHEAD);
     let (spent_tx, spent_rx): (Sender<Batch>, _) = channel();
     std::thread::scope(|scope| {
-        let (mine, other) = tracex_ir::apart::split();
-        std::thread::Builder::new()
-            .name("chrome read-ahead".into())
-            .spawn_scoped(scope, move || {
-                let held = other.enter();
-                read_ahead(reader, tx, spent_rx, held)
-            })
-            .map_err(TokError::Io)?;
-        let mut held = mine.hold();
+        let builder = std::thread::Builder::new().name("chrome read-ahead".into());
+        let (_, mut held) = apart::spawn_scoped(scope, builder, move |held| {
+            read_ahead(reader, tx, spent_rx, held)
+        })
+        .map_err(TokError::Io)?;
         // `rx` is dropped when this returns, so a reader still running stops at its next send
         let rx = rx;
         loop {

@@ -423,17 +423,17 @@ impl Unordered {
         }
         let (helped, ordered) = std::thread::scope(|scope| {
             // on CPUs of its own: a kernel that packs threads queued it behind this one
-            let (here, there) = tracex_ir::apart::split();
-            let (records, roots, offsets) = (&records, &roots, &offsets);
-            let helper = scope.spawn(move || {
-                let _held = there.enter();
+            let helping = |_held| {
                 touched.prefault(calls, works);
-                let at_launch = launch_samples(samples, roots, offsets);
-                let ordered = order_groups(records, &mut theirs);
+                let at_launch = launch_samples(samples, &roots, &offsets);
+                let ordered = order_groups(&records, &mut theirs);
                 (at_launch, ordered)
-            });
-            let held = here.hold();
-            let ordered = order_groups(records, &mut mine);
+            };
+            // as `scope.spawn` does
+            let (helper, held) =
+                tracex_ir::apart::spawn_scoped(scope, std::thread::Builder::new(), helping)
+                    .expect("failed to spawn thread");
+            let ordered = order_groups(&records, &mut mine);
             drop(held);
             (helper.join(), ordered)
         });
